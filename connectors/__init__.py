@@ -1,0 +1,11 @@
+"""Sources and sinks for stream-nb: stdin/stdout, files, in-memory test doubles, Kafka.
+
+Core connectors need no extra dependency; the Kafka connector needs the
+``kafka`` extra (``pip install 'stream-nb[kafka]'``).
+"""
+
+from __future__ import annotations
+
+from connectors.base import Record, Sink, Source
+
+__all__ = ["Record", "Sink", "Source"]

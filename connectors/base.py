@@ -1,0 +1,130 @@
+"""The source/sink interface every connector implements (stdin/file, memory, Kafka).
+
+A source hands out raw records in batches and knows how to resume; a sink
+accepts encoded records and makes them durable on ``flush``. The engine owns
+decoding, the model and checkpoints; connectors only move bytes.
+
+Delivery contract used by the engine, per batch::
+
+    records = source.next_batch(max_records, timeout)
+    ... predict, emit to sink, learn, dead-letter bad records ...
+    sink.flush(); dead_letters.flush()
+    position = source.position()          # after every record handed out so far
+    snapshot = write_checkpoint(model, position, sink.position(), ...)
+    source.commit(position, snapshot_id)  # e.g. Kafka group offsets; no-op for files
+
+On restart the engine restores the snapshot and calls ``source.seek(position)``
+(seekable sources) and ``sink.truncate(sink_position)`` (sinks that can), so no
+event is learned twice and none is lost.
+
+``close`` may not run on a crash (kill -9); nothing here relies on it for
+correctness.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Record", "Sink", "Source"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One raw event as read from a source.
+
+    Attributes
+    ----------
+    payload
+        The raw bytes (one JSON line or one Kafka message value), undecoded.
+    position
+        Where the record came from, JSON-able, e.g. ``{"line": 12, "offset": 840}``
+        for a file or ``{"topic": "t", "partition": 0, "offset": 41}`` for Kafka.
+        Used in prediction records and dead letters.
+    key
+        Message key where the source has one.
+    timestamp
+        Source timestamp in seconds since the epoch, where known.
+    headers
+        Message headers where the source has them.
+    """
+
+    payload: bytes
+    position: dict[str, Any]
+    key: bytes | None = None
+    timestamp: float | None = None
+    headers: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
+
+
+class Source(abc.ABC):
+    """Where raw records come from.
+
+    Subclasses implement :meth:`next_batch`, :meth:`position` and
+    :meth:`close`; seekable ones also :meth:`seek` and set ``seekable``.
+    """
+
+    #: Whether :meth:`seek` can resume exactly after a checkpointed position.
+    seekable: bool = False
+
+    @abc.abstractmethod
+    def next_batch(self, max_records: int, timeout: float) -> list[Record]:
+        """Up to ``max_records`` records, waiting at most ``timeout`` seconds.
+
+        Returns ``[]`` when nothing arrived in time. Once the source has ended
+        for good (end of a file that is not followed), :attr:`exhausted` is true.
+        """
+
+    @property
+    def exhausted(self) -> bool:
+        """True once no record will ever come again."""
+        return False
+
+    @abc.abstractmethod
+    def position(self) -> dict[str, Any]:
+        """JSON-able position just after every record handed out so far."""
+
+    def seek(self, position: dict[str, Any]) -> None:
+        """Resume just after ``position`` (from :meth:`position`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot seek")
+
+    def commit(self, position: dict[str, Any], snapshot_id: str) -> None:  # noqa: B027
+        """Called after a snapshot covering ``position`` is durable (Kafka commits offsets)."""
+
+    @property
+    def ready(self) -> bool:
+        """Whether the source is connected and able to deliver (for ``/readyz``)."""
+        return True
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release resources. May not run on a crash."""
+
+
+class Sink(abc.ABC):
+    """Where encoded records go (predictions or dead letters)."""
+
+    @abc.abstractmethod
+    def write(
+        self,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """Buffer one record (no trailing newline: line-based sinks add it)."""
+
+    @abc.abstractmethod
+    def flush(self) -> None:
+        """Hand every buffered record to durable storage (file fsync, producer flush)."""
+
+    def position(self) -> dict[str, Any] | None:
+        """Durable position for checkpoints (bytes written for files), or ``None``."""
+        return None
+
+    def truncate(self, position: dict[str, Any]) -> None:  # noqa: B027
+        """Drop output written after ``position`` (on restore), where the sink can."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Flush and release resources. May not run on a crash."""

@@ -1,0 +1,89 @@
+"""Parameter validation and the class prior shared by the discrete learners."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from stream_nb._exceptions import ConfigError
+
+__all__ = ["check_alpha", "check_bool", "check_class_prior", "check_nonneg", "log_prior"]
+
+_log = math.log
+
+
+def check_alpha(alpha: Any, name: str = "alpha") -> float:
+    """A smoothing constant: positive and finite (``log(0)`` would follow from 0)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise ConfigError(f"{name} must be a positive number, got {alpha!r}")
+    if not (alpha > 0 and math.isfinite(alpha)):
+        raise ConfigError(
+            f"{name} must be positive and finite, got {alpha!r}; for almost no smoothing "
+            f"use a small value such as {name}=1e-10 (0 would give log(0) for unseen values)"
+        )
+    return float(alpha)
+
+
+def check_nonneg(value: Any, name: str) -> float:
+    """A non-negative finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+    if not (value >= 0 and math.isfinite(value)):
+        raise ConfigError(f"{name} must be non-negative and finite, got {value!r}")
+    return float(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A real ``bool`` (not a truthy string such as ``"false"``)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_class_prior(class_prior: Any) -> dict[Hashable, float] | None:
+    """``None`` or a mapping label -> positive finite prior probability.
+
+    Priors need not sum to 1: only their ratios matter after normalisation.
+    """
+    if class_prior is None:
+        return None
+    if not isinstance(class_prior, Mapping) or not class_prior:
+        raise ConfigError(
+            f"class_prior must be a non-empty mapping label -> probability, got {class_prior!r}"
+        )
+    out: dict[Hashable, float] = {}
+    for label, p in class_prior.items():
+        if (
+            isinstance(p, bool)
+            or not isinstance(p, (int, float))
+            or not (p > 0 and math.isfinite(p))
+        ):
+            raise ConfigError(
+                f"class_prior[{label!r}] must be a positive probability, got {p!r}; "
+                "leave a class out instead of giving it 0"
+            )
+        out[label] = float(p)
+    return out
+
+
+def log_prior(
+    class_weight: Mapping[Hashable, float],
+    total_weight: float,
+    alpha: float,
+    fit_prior: bool,
+    class_prior: Mapping[Hashable, float] | None,
+) -> dict[Hashable, float]:
+    """Log class priors of the discrete learners, as a new dict to accumulate into.
+
+    ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone); ``1/K`` when
+    ``fit_prior`` is false; ``class_prior[y]`` when given, in which case seen
+    classes missing from ``class_prior`` are not scored (probability 0).
+    ``alpha`` is in the same raw units as the weights.
+    """
+    if class_prior is not None:
+        return {y: _log(class_prior[y]) for y in class_weight if y in class_prior}
+    if not fit_prior:
+        return dict.fromkeys(class_weight, -_log(len(class_weight)))
+    log_denominator = _log(total_weight + len(class_weight) * alpha)
+    return {y: _log(n + alpha) - log_denominator for y, n in class_weight.items()}

@@ -1,0 +1,339 @@
+"""The learner protocol and the work every learner shares.
+
+A learner subclasses :class:`Learner` and implements five hooks; everything
+else (weights, forgetting, normalisation in log space, merging, state) is done
+once here.
+
+Hooks
+-----
+``_learn(x, y, w)``
+    Add one event with weight ``w`` *in raw units* (see forgetting below).
+``_joint_log_likelihood(x) -> dict``
+    Unnormalised ``log P(y) + log P(x | y)`` for every class that can be scored;
+    ``{}`` when nothing was learned.
+``_merge(other, factor)``
+    Add ``other``'s raw statistics multiplied by ``factor`` to ours.
+``_rescale(factor)``
+    Multiply every raw weight-like statistic by ``factor`` (counts, Welford
+    ``n`` and ``M2``; never means).
+``_stats_to_state() -> dict`` / ``_stats_from_state(dict)``
+    Plain JSON-able statistics (dicts with non-string keys as ``[key, value]``
+    pair lists, see :func:`stream_nb._state.pairs`).
+``_size() -> tuple[int, int, int]``
+    ``(classes, features, stored numbers)`` for :meth:`Learner.model_size`.
+
+Forgetting
+----------
+With ``half_life=h`` every statistic decays by ``γ^w`` with ``γ = 2^(-1/h)``
+each time an event of weight ``w`` is learned, so an event's influence halves
+after ``h`` further units of weight. Decaying every count per event would cost
+O(model); instead statistics are stored in *raw units*: ``true = raw × scale``.
+Learning multiplies the single global ``scale`` by ``γ^w`` and adds ``w / scale``
+raw units. When ``scale`` falls below ``_RENORMALISE_BELOW`` the raw
+statistics are multiplied by ``scale`` once and ``scale`` is reset to 1, an
+O(model) step taken once every ``h × log2(1/_RENORMALISE_BELOW)`` units of
+weight. Smoothing constants enter formulas as ``α / scale`` raw units, so
+``(N·scale + α) / (M·scale + Sα) = (N + α/scale) / (M + Sα/scale)`` and the hot
+loops never multiply by the scale. Ratios of weights (means, variances, priors
+without smoothing) do not depend on the scale at all.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
+
+from stream_nb._exceptions import ConfigError, IncompatibleModelError, ModelStateError
+from stream_nb._state import decode_value, encode_value
+
+__all__ = ["Learner", "log_softmax"]
+
+#: Renormalise raw statistics when the global scale drops below this. 1e-150
+#: keeps raw values below ~1e150 × (true weight), far from float overflow
+#: (1.8e308), while renormalising only every ~500 half-lives.
+_RENORMALISE_BELOW = 1e-150
+
+STATE_FORMAT = "stream-nb/learner"
+STATE_VERSION = 1
+
+_exp = math.exp
+_log = math.log
+
+
+def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    """Normalise joint log-likelihoods into log-probabilities (max-shifted log-sum-exp).
+
+    Parameters
+    ----------
+    jll
+        Unnormalised log scores by class.
+
+    Returns
+    -------
+    dict
+        ``jll[c] - log Σ_c' exp(jll[c'])``; ``{}`` for an empty input. Classes
+        whose score is ``-inf`` are left out (their probability is 0).
+
+    Examples
+    --------
+    >>> lp = log_softmax({"a": 0.0, "b": 0.0})
+    >>> round(math.exp(lp["a"]), 6)
+    0.5
+    """
+    if not jll:
+        return {}
+    m = max(jll.values())
+    if m == -math.inf:
+        return {}
+    total = 0.0
+    for v in jll.values():
+        total += _exp(v - m)
+    lse = m + _log(total)
+    return {c: v - lse for c, v in jll.items() if v != -math.inf}
+
+
+class Learner(abc.ABC):
+    """Base class of every stream-nb learner.
+
+    Parameters
+    ----------
+    half_life
+        ``None`` (default) keeps every event forever. A positive number makes
+        statistics decay exponentially: an event's weight halves after
+        ``half_life`` further units of learned weight.
+
+    Attributes
+    ----------
+    n_learned
+        Number of ``learn_one`` calls so far (not weighted, not decayed), plus
+        those of merged models.
+    """
+
+    _registry: ClassVar[dict[str, type[Learner]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_"):
+            Learner._registry[cls.__name__] = cls
+
+    def __init__(self, *, half_life: float | None = None) -> None:
+        if half_life is not None:
+            if isinstance(half_life, bool) or not isinstance(half_life, (int, float)):
+                raise ConfigError(
+                    f"half_life must be a positive number of events or None, got {half_life!r}"
+                )
+            if not (half_life > 0 and math.isfinite(half_life)):
+                raise ConfigError(
+                    f"half_life must be a positive, finite number of events, got {half_life!r}; "
+                    "use None to disable forgetting"
+                )
+        self.half_life = half_life
+        self._gamma: float | None = None if half_life is None else 0.5 ** (1.0 / half_life)
+        self._scale = 1.0
+        self.n_learned = 0
+
+    # ------------------------------------------------------------------ protocol
+    def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
+        """Update the statistics with one event.
+
+        Parameters
+        ----------
+        x
+            Features by name. Never mutated.
+        y
+            The label: any hashable scalar.
+        w
+            Sample weight, a positive finite number.
+        """
+        if w != 1.0 and not (w > 0.0 and w != math.inf):
+            raise ConfigError(f"sample weight w must be positive and finite, got {w!r}")
+        gamma = self._gamma
+        if gamma is not None:
+            scale = self._scale * (gamma if w == 1.0 else gamma**w)
+            if scale < _RENORMALISE_BELOW:
+                self._rescale(scale)
+                scale = 1.0
+            self._scale = scale
+            w = w / scale
+        self._learn(x, y, w)
+        self.n_learned += 1
+
+    def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Normalised log posterior ``log P(y | x)`` of every class; ``{}`` before learning."""
+        return log_softmax(self._joint_log_likelihood(x))
+
+    def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Posterior ``P(y | x)`` of every class; ``{}`` before learning."""
+        return {c: _exp(v) for c, v in self.predict_log_proba_one(x).items()}
+
+    def predict_one(self, x: Mapping[str, Any]) -> Hashable | None:
+        """The most probable class (first learned wins ties); ``None`` before learning."""
+        jll = self._joint_log_likelihood(x)
+        if not jll:
+            return None
+        return max(jll, key=jll.__getitem__)
+
+    # ------------------------------------------------------------------ merging
+    def merge(self, other: Learner) -> Learner:
+        """Add ``other``'s statistics to this model, in place, and return ``self``.
+
+        Learning events A then merging a model of events B equals learning A
+        and B in one model. With forgetting, ``other``'s statistics are added
+        as they stand now (already decayed in ``other``).
+
+        Raises
+        ------
+        IncompatibleModelError
+            If ``other`` is of another class or has other parameters.
+        """
+        if type(other) is not type(self):
+            raise IncompatibleModelError(
+                f"cannot merge a {type(other).__name__} into a {type(self).__name__}; "
+                "merge models of the same class only"
+            )
+        mine, theirs = self.get_params(), other.get_params()
+        if mine != theirs:
+            diff = sorted(k for k in mine if mine.get(k) != theirs.get(k))
+            raise IncompatibleModelError(
+                f"cannot merge {type(self).__name__} models whose parameters differ: {diff}; "
+                "create both with the same parameters"
+            )
+        self._merge(other, other._scale / self._scale)
+        self.n_learned += other.n_learned
+        return self
+
+    # ------------------------------------------------------------------ state
+    def get_params(self) -> dict[str, Any]:
+        """Constructor arguments of this learner (``half_life`` included)."""
+        params = self._params()
+        params["half_life"] = self.half_life
+        return params
+
+    def clone(self) -> Learner:
+        """A new, untrained learner with the same parameters."""
+        return type(self)(**self.get_params())
+
+    def to_state(self) -> dict[str, Any]:
+        """The model as plain JSON-able data (no pickle).
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> model.learn_one({"colour": "red"}, "apple")
+        >>> copy = Learner.from_state(model.to_state())
+        >>> copy.predict_proba_one({"colour": "red"}) == model.predict_proba_one({"colour": "red"})
+        True
+        """
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "learner": type(self).__name__,
+            "params": {k: encode_value(v) for k, v in self.get_params().items()},
+            "n_learned": self.n_learned,
+            "scale": self._scale,
+            "stats": self._stats_to_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Learner:
+        """Rebuild a learner from :meth:`to_state` output.
+
+        Called on :class:`Learner` it builds whichever learner the state names;
+        called on a subclass it also checks the state is of that class.
+
+        Raises
+        ------
+        ModelStateError
+            If the state is malformed, of an unknown version, or names another
+            learner class.
+        """
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            raise ModelStateError(
+                f"not a stream-nb learner state (expected format {STATE_FORMAT!r})"
+            )
+        if state.get("version") != STATE_VERSION:
+            raise ModelStateError(
+                f"unsupported learner state version {state.get('version')!r}; "
+                f"this stream-nb reads version {STATE_VERSION}"
+            )
+        name = state.get("learner")
+        target = Learner._registry.get(name) if isinstance(name, str) else None
+        if target is None:
+            raise ModelStateError(f"unknown learner {name!r} in state")
+        if cls is not Learner and not issubclass(target, cls):
+            raise ModelStateError(f"state holds a {name}, not a {cls.__name__}")
+        try:
+            params = {k: decode_value(v) for k, v in state["params"].items()}
+            model = target(**params)
+            model.n_learned = int(state["n_learned"])
+            scale = float(state["scale"])
+            if not (scale > 0 and math.isfinite(scale)):
+                raise ValueError(f"scale must be positive and finite, got {scale!r}")
+            model._scale = scale
+            model._stats_from_state(state["stats"])
+        except ModelStateError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
+        return model
+
+    def model_size(self) -> dict[str, int]:
+        """Size of the model, for monitoring.
+
+        Returns
+        -------
+        dict
+            ``classes``, ``features``, ``stored_counts`` (numbers held in
+            statistics) and ``bytes``, an estimate of memory at
+            ``_BYTES_PER_NUMBER`` bytes per stored number (a float in a dict
+            entry costs about that in CPython).
+        """
+        classes, features, stored = self._size()
+        return {
+            "classes": classes,
+            "features": features,
+            "stored_counts": stored,
+            "bytes": stored * self._BYTES_PER_NUMBER,
+        }
+
+    _BYTES_PER_NUMBER: ClassVar[int] = 100
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    # ------------------------------------------------------------------ hooks
+    @abc.abstractmethod
+    def _params(self) -> dict[str, Any]:
+        """Constructor arguments except ``half_life``."""
+
+    @abc.abstractmethod
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        """Add one event of raw weight ``w``."""
+
+    @abc.abstractmethod
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Unnormalised log scores of every class; ``{}`` before learning."""
+
+    @abc.abstractmethod
+    def _merge(self, other: Any, factor: float) -> None:
+        """Add ``other``'s raw statistics × ``factor``."""
+
+    @abc.abstractmethod
+    def _rescale(self, factor: float) -> None:
+        """Multiply every raw weight-like statistic by ``factor``."""
+
+    @abc.abstractmethod
+    def _stats_to_state(self) -> Any:
+        """Statistics as JSON-able data."""
+
+    @abc.abstractmethod
+    def _stats_from_state(self, stats: Any) -> None:
+        """Load statistics from :meth:`_stats_to_state` output."""
+
+    @abc.abstractmethod
+    def _size(self) -> tuple[int, int, int]:
+        """``(classes, features, stored numbers)``."""
