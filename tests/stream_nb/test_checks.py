@@ -1,0 +1,273 @@
+"""The generic checks of stream_nb.checks against every public learner, and the checks' own tests.
+
+Learners are discovered from ``stream_nb.__all__``, so a learner exported later
+is checked automatically. A learner is exempt from a check only through
+``EXEMPT`` / ``HALF_LIFE_EXEMPT`` below, each with its reason, and
+``test_exemptions_are_still_needed`` proves every exemption still fails.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+import pytest
+
+import stream_nb
+from stream_nb import CategoricalNB, Learner
+from stream_nb.checks import CHECKS, check_learner, yield_checks
+from stream_nb.datasets import agrawal, categorical_stream, mixed_stream, zipf_text
+
+Event = tuple[dict[str, Any], Hashable]
+N_EVENTS = 120
+HALF_LIFE = 20.0
+
+
+def _late_class(events: list[Event], label: Hashable) -> list[Event]:
+    """Relabel every third event of the last quarter: a class that appears late."""
+    start = len(events) * 3 // 4
+    return [(x, label if i >= start and i % 3 == 0 else y) for i, (x, y) in enumerate(events)]
+
+
+def _drop_some(events: list[Event], p: float, seed: int) -> list[Event]:
+    rng = random.Random(seed)
+    return [({k: v for k, v in x.items() if rng.random() >= p}, y) for x, y in events]
+
+
+def categorical_events() -> list[Event]:
+    events = list(categorical_stream(seed=11, n=N_EVENTS, features=5, values=4, missing=0.15))
+    return _late_class(events, "late")
+
+
+def numeric_events() -> list[Event]:
+    events = list(agrawal(seed=5, n=N_EVENTS, function=2, nominal=False))
+    return _late_class(_drop_some(events, 0.1, seed=5), 2)
+
+
+def token_events() -> list[Event]:
+    events = list(zipf_text(seed=3, n=N_EVENTS, vocabulary=300, length=(1, 12), classes=2))
+    return _late_class(events, 2)
+
+
+def mixed_events() -> list[Event]:
+    return _late_class(list(mixed_stream(seed=4, n=N_EVENTS, classes=2, missing=0.1)), "late")
+
+
+#: Events suited to each learner kind; a learner not listed (AODE, TAN …) gets categorical ones.
+EVENTS_BY_LEARNER: dict[str, Callable[[], list[Event]]] = {
+    "CategoricalNB": categorical_events,
+    "GaussianNB": numeric_events,
+    "MultinomialNB": token_events,
+    "BernoulliNB": token_events,
+    "ComplementNB": token_events,
+    "NaiveBayes": mixed_events,
+}
+
+#: Learner class name -> check -> why the check does not apply to it.
+EXEMPT: dict[str, dict[str, str]] = {}
+
+_DECAY_ORDER = (
+    "with forgetting, learning A then B decays A's events by B's weight, while A's own "
+    "model has not seen B: merged statistics differ from one pass by design"
+)
+#: Checks that do not hold for any learner with ``half_life`` set.
+HALF_LIFE_EXEMPT: dict[str, str] = {
+    "merge_union": _DECAY_ORDER,
+    "chunked_learning": _DECAY_ORDER,
+    "weight_repetition": (
+        "with forgetting, the first of two learned copies is decayed by the second "
+        "(γ + 1 units) while one event of w=2 counts 2 units"
+    ),
+}
+
+
+def public_learners() -> list[type[Learner]]:
+    found = []
+    for name in stream_nb.__all__:
+        obj = getattr(stream_nb, name)
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, Learner)
+            and obj is not Learner
+            and not inspect.isabstract(obj)
+        ):
+            found.append(obj)
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+VARIANTS = {"default": {}, "half_life": {"half_life": HALF_LIFE}}
+
+
+def exemptions(cls: type[Learner], variant: str) -> dict[str, str]:
+    out = dict(EXEMPT.get(cls.__name__, {}))
+    if variant == "half_life":
+        out.update(HALF_LIFE_EXEMPT)
+    return out
+
+
+CASES = [
+    pytest.param(cls, variant, check, id=f"{cls.__name__}-{variant}-{check}")
+    for cls in public_learners()
+    for variant in VARIANTS
+    for check in CHECKS
+    if check not in exemptions(cls, variant)
+]
+
+EXEMPT_CASES = [
+    pytest.param(cls, variant, check, id=f"{cls.__name__}-{variant}-{check}")
+    for cls in public_learners()
+    for variant in VARIANTS
+    for check in exemptions(cls, variant)
+]
+
+
+def _factory(cls: type[Learner], variant: str) -> Callable[[], Learner]:
+    params = VARIANTS[variant]
+    return lambda: cls(**params)
+
+
+def _events(cls: type[Learner]) -> list[Event]:
+    return EVENTS_BY_LEARNER.get(cls.__name__, categorical_events)()
+
+
+@pytest.mark.parametrize(("cls", "variant", "check"), CASES)
+def test_learner_passes_check(cls: type[Learner], variant: str, check: str) -> None:
+    CHECKS[check](_factory(cls, variant), _events(cls))
+
+
+@pytest.mark.parametrize(("cls", "variant", "check"), EXEMPT_CASES)
+def test_exemptions_are_still_needed(cls: type[Learner], variant: str, check: str) -> None:
+    """An exemption whose check now passes must be removed from the table."""
+    with pytest.raises(AssertionError, match=f"check '{check}' failed"):
+        CHECKS[check](_factory(cls, variant), _events(cls))
+
+
+def test_discovery_finds_the_learners() -> None:
+    names = {cls.__name__ for cls in public_learners()}
+    assert "CategoricalNB" in names
+    assert "Learner" not in names
+    for table in (EXEMPT, EVENTS_BY_LEARNER):
+        # a typo in a table would silently exempt nothing
+        assert set(table) <= {cls.__name__ for cls in Learner._registry.values()} | set(
+            EVENTS_BY_LEARNER
+        )
+    for reasons in [*EXEMPT.values(), HALF_LIFE_EXEMPT]:
+        for check, reason in reasons.items():
+            assert check in CHECKS
+            assert len(reason) > 20
+
+
+# ------------------------------------------------------------------ the checks themselves
+
+
+def test_check_learner_runs_every_check() -> None:
+    assert check_learner(CategoricalNB, categorical_events()) == list(CHECKS)
+    assert [c.name for c in yield_checks(CategoricalNB, categorical_events())] == list(CHECKS)
+
+
+def test_check_learner_validates_exemptions() -> None:
+    with pytest.raises(ValueError, match="unknown check 'no_such_check'"):
+        check_learner(CategoricalNB, categorical_events(), exempt={"no_such_check": "why"})
+    with pytest.raises(ValueError, match="needs a written reason"):
+        check_learner(CategoricalNB, categorical_events(), exempt={"merge_union": "  "})
+
+
+def test_checks_need_enough_events() -> None:
+    with pytest.raises(ValueError, match="needs at least 4 events"):
+        CHECKS["new_and_vanishing"](CategoricalNB, categorical_events()[:2])
+
+
+# Deliberately broken learners: each check must catch its bug. Names start with
+# "_" so they stay out of the learner registry unless a test registers them.
+
+
+class _MutatesInput(CategoricalNB):
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        x["_seen"] = True  # type: ignore[index]
+        super()._learn(x, y, w)
+
+
+class _Unnormalised(CategoricalNB):
+    def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        return {c: math.exp(v) for c, v in self._joint_log_likelihood(x).items()}
+
+
+class _FirstFeatureOnly(CategoricalNB):
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        return super()._joint_log_likelihood(dict(list(x.items())[:1]))
+
+
+class _LearnsWhenPredicting(CategoricalNB):
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        jll = super()._joint_log_likelihood(x)
+        if jll:
+            self._learn(x, next(iter(jll)), 1.0)
+        return jll
+
+
+class _IgnoresWeight(CategoricalNB):
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        super()._learn(x, y, 1.0)
+
+
+class _MergeDropsFactor(CategoricalNB):
+    def _merge(self, other: Any, factor: float) -> None:
+        super()._merge(other, 2 * factor)
+
+
+class _LosesCountsInState(CategoricalNB):
+    def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
+        super()._stats_from_state(stats)
+        self._class_weight = {c: 2 * n for c, n in self._class_weight.items()}
+
+
+class _Log0(CategoricalNB):
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        jll = super()._joint_log_likelihood(x)
+        return {c: v + math.log(len(x)) for c, v in jll.items()}  # log(0) for x = {}
+
+
+class _WarmStart(CategoricalNB):
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        return super()._joint_log_likelihood(x) or {"guess": 0.0}
+
+
+class _CrashesOnNewFeature(CategoricalNB):
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        for feature in x:
+            _ = self._counts[feature]  # KeyError on a never-learned feature
+        return super()._joint_log_likelihood(x)
+
+
+class _StaleClone(CategoricalNB):
+    def clone(self) -> Learner:
+        return self
+
+
+@pytest.mark.parametrize(
+    ("broken", "check", "error"),
+    [
+        (_MutatesInput, "input_not_mutated", AssertionError),
+        (_Unnormalised, "proba_sums_to_one", AssertionError),
+        (_Unnormalised, "log_proba_consistent", AssertionError),
+        (_FirstFeatureOnly, "feature_order", AssertionError),
+        (_LearnsWhenPredicting, "predict_does_not_learn", AssertionError),
+        (_IgnoresWeight, "weight_repetition", AssertionError),
+        (_MergeDropsFactor, "merge_union", AssertionError),
+        (_MergeDropsFactor, "chunked_learning", AssertionError),
+        (_LosesCountsInState, "state_round_trip", AssertionError),
+        (_Log0, "no_log_zero", AssertionError),
+        (_WarmStart, "cold_start", AssertionError),
+        (_StaleClone, "cold_start", AssertionError),
+        (_CrashesOnNewFeature, "new_and_vanishing", KeyError),
+    ],
+)
+def test_each_check_catches_its_bug(
+    broken: type[Learner], check: str, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(Learner._registry, broken.__name__, broken)
+    with pytest.raises(error):
+        CHECKS[check](broken, categorical_events())
