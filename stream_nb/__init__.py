@@ -20,21 +20,29 @@ from stream_nb._exceptions import (
 )
 from stream_nb.base import Learner
 from stream_nb.categorical import CategoricalNB
+from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
+from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LOG_LOSS_FLOOR",
     "CategoricalNB",
     "CheckpointError",
     "ConfigError",
     "ConnectorError",
     "CorruptCheckpointError",
+    "EngineMetrics",
     "IncompatibleModelError",
     "InvalidEventError",
     "Learner",
+    "MetricsServer",
     "ModelStateError",
+    "PrequentialEvaluator",
     "SinkError",
     "SourceError",
     "StreamNBError",
     "__version__",
+    "bayes_risk_decision",
+    "serve_metrics",
 ]

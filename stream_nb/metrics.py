@@ -1,0 +1,689 @@
+"""Prometheus metrics of the streaming engine and the /metrics, /healthz, /readyz server.
+
+:class:`EngineMetrics` owns every metric on its own ``CollectorRegistry``
+(plus prometheus-client's process, platform and garbage-collector
+collectors), so several engines or tests in one process never clash and the
+global default registry stays untouched. The engine calls it once per batch
+with aggregated counts; the per-event latency histogram is fed with a sample
+of events chosen by the engine, so the metrics cost nothing per event.
+
+Names follow the Prometheus conventions: prefix ``stream_nb_``, base units
+(seconds, bytes), counters end in ``_total``. Label values come from small
+fixed sets (:data:`OUTCOMES`, :data:`DEAD_LETTER_REASONS`, :data:`STAGES`,
+:data:`CHECKPOINT_RESULTS`, :data:`VIEWS`), validated on every call, so a
+feature name or a label value can never become a label and the number of
+series is bounded. Every series of those sets exists (at 0) from the start,
+so dashboards and ``rate()`` see them before the first event.
+
+Exposed metrics
+---------------
+===============================================  =========  ===================
+name                                             type       labels
+===============================================  =========  ===================
+stream_nb_events_consumed_total                  counter
+stream_nb_events_processed_total                 counter    outcome
+stream_nb_dead_letters_total                     counter    reason
+stream_nb_predictions_emitted_total              counter
+stream_nb_batches_total                          counter
+stream_nb_batch_duration_seconds                 histogram
+stream_nb_event_latency_seconds                  histogram
+stream_nb_stage_latency_seconds                  histogram  stage
+stream_nb_stage_seconds_total                    counter    stage
+stream_nb_last_event_timestamp_seconds           gauge
+stream_nb_last_processed_timestamp_seconds       gauge
+stream_nb_prequential_evaluated_total            counter
+stream_nb_prequential_correct_total              counter
+stream_nb_prequential_accuracy_ratio             gauge      view
+stream_nb_prequential_log_loss                   gauge      view
+stream_nb_prequential_kappa                      gauge      view, statistic
+stream_nb_prequential_macro_f1_ratio             gauge      view
+stream_nb_prequential_cost                       gauge      view
+stream_nb_model_classes                          gauge
+stream_nb_model_features                         gauge
+stream_nb_model_stored_counts                    gauge
+stream_nb_model_size_bytes                       gauge
+stream_nb_checkpoints_total                      counter    result
+stream_nb_checkpoint_duration_seconds            histogram
+stream_nb_checkpoint_last_success_timestamp_seconds  gauge
+stream_nb_delayed_label_cache_entries            gauge
+stream_nb_delayed_label_evictions_total          counter
+stream_nb_build_info                             gauge      version, learner
+===============================================  =========  ===================
+
+``view`` is ``cumulative``, ``window`` or ``fading`` (see
+:mod:`stream_nb.evaluation`); a metric that is undefined (for instance kappa
+before any event) is exported as NaN. ``statistic`` is ``cohen``, ``m`` or
+``temporal``. The log loss is in nats.
+"""
+
+from __future__ import annotations
+
+import http.server
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.exposition import choose_encoder
+
+from stream_nb._exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from stream_nb.evaluation import PrequentialEvaluator
+
+__all__ = [
+    "CHECKPOINT_RESULTS",
+    "DEAD_LETTER_REASONS",
+    "LATENCY_BUCKETS",
+    "OUTCOMES",
+    "STAGES",
+    "VIEWS",
+    "EngineMetrics",
+    "MetricsServer",
+    "serve_metrics",
+]
+
+#: What happened to a consumed event (``stream_nb_events_processed_total``).
+#: ``learned``: a labelled event was predicted (when possible) then learned;
+#: ``predicted``: an unlabelled event was predicted only; ``delayed``: an
+#: unlabelled event was predicted and cached for its delayed label;
+#: ``label_matched``: a label-only event found its cached features and was
+#: learned; ``label_unmatched``: a label-only event found nothing (evicted or
+#: unknown id); ``dead_letter``: rejected to the dead-letter sink;
+#: ``skipped``: rejected and dropped (policy ``skip``).
+OUTCOMES: tuple[str, ...] = (
+    "learned",
+    "predicted",
+    "delayed",
+    "label_matched",
+    "label_unmatched",
+    "dead_letter",
+    "skipped",
+)
+
+#: Why an event was rejected (``stream_nb_dead_letters_total``); the
+#: ``reason`` codes of :class:`stream_nb.InvalidEventError`.
+DEAD_LETTER_REASONS: tuple[str, ...] = (
+    "invalid_utf8",
+    "invalid_json",
+    "too_large",
+    "not_object",
+    "missing_features",
+    "invalid_features",
+    "invalid_label",
+    "invalid_id",
+    "invalid_weight",
+    "non_finite",
+    "negative_count",
+    "invalid_event",
+    "learn_error",
+    "predict_error",
+)
+
+#: Engine stages timed per batch.
+STAGES: tuple[str, ...] = ("decode", "predict", "learn", "evaluate", "emit")
+
+#: Checkpoint results.
+CHECKPOINT_RESULTS: tuple[str, ...] = ("success", "failure")
+
+#: Prequential views (see :mod:`stream_nb.evaluation`).
+VIEWS: tuple[str, ...] = ("cumulative", "window", "fading")
+
+#: Buckets for per-event and per-stage latencies: 1, 2.5, 5 × 10^k seconds
+#: from 1 µs to 1 s (a Naive Bayes update takes a few µs to a few hundred µs).
+LATENCY_BUCKETS: tuple[float, ...] = (
+    *(float(f"{m}e{e}") for e in range(-6, 0) for m in (1, 2.5, 5)),
+    1.0,
+)
+
+#: Buckets for a whole batch: 100 µs to 60 s.
+_BATCH_BUCKETS = (1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                  1.0, 2.5, 5.0, 10.0, 30.0, 60.0)  # fmt: skip
+
+#: Buckets for checkpoint writes: 1 ms to 2 min (fsync on a slow disk).
+_CHECKPOINT_BUCKETS = (1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                       10.0, 30.0, 60.0, 120.0)  # fmt: skip
+
+_MODEL_SIZE_KEYS = ("classes", "features", "stored_counts", "bytes")
+_KAPPAS = (("kappa", "cohen"), ("kappa_m", "m"), ("kappa_t", "temporal"))
+_NAN = math.nan
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
+    if value not in allowed:
+        raise ConfigError(
+            f"unknown {what} {value!r}; metric labels must be bounded, use one of "
+            f"{', '.join(allowed)} (or add it to stream_nb.metrics)"
+        )
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative integer count, got {value!r}")
+    return value
+
+
+def _seconds(value: Any, name: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (value >= 0 and math.isfinite(value))
+    ):
+        raise ConfigError(f"{name} must be a non-negative, finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def _gauge_value(value: Any) -> float:
+    """A report value as a gauge value: ``None`` (undefined) becomes NaN."""
+    return _NAN if value is None else float(value)
+
+
+class EngineMetrics:
+    """Every Prometheus metric of one engine, on its own registry.
+
+    Parameters
+    ----------
+    registry
+        Registry to register on. ``None`` (default) creates a new one with
+        the process, platform and GC collectors; a registry passed in is used
+        as is (add those collectors yourself if you want them).
+
+    Attributes
+    ----------
+    registry
+        The registry; the Kafka connector adds its ``stream_nb_kafka_*``
+        metrics here.
+
+    Examples
+    --------
+    >>> from prometheus_client import generate_latest
+    >>> metrics = EngineMetrics()
+    >>> metrics.record_batch(consumed=3, outcomes={"learned": 2, "dead_letter": 1},
+    ...                      predictions=2, seconds=0.002,
+    ...                      stage_seconds={"decode": 0.0005, "learn": 0.001},
+    ...                      last_event_timestamp=None)
+    >>> metrics.record_dead_letter("invalid_json")
+    >>> text = generate_latest(metrics.registry).decode()
+    >>> "stream_nb_events_processed_total{outcome=\\"learned\\"} 2.0" in text
+    True
+    >>> metrics.registry.get_sample_value("stream_nb_dead_letters_total",
+    ...                                   {"reason": "invalid_json"})
+    1.0
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        if registry is None:
+            registry = CollectorRegistry(auto_describe=True)
+            # the default collectors register on the global registry; ours are new instances
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            GCCollector(registry=registry)
+        self.registry = registry
+        r = registry
+        self._consumed = Counter(
+            "stream_nb_events_consumed", "Events (records) read from the source.", registry=r
+        )
+        self._processed = Counter(
+            "stream_nb_events_processed",
+            "Events handled, by outcome.",
+            ["outcome"],
+            registry=r,
+        )
+        self._outcomes = {o: self._processed.labels(outcome=o) for o in OUTCOMES}
+        self._dead = Counter(
+            "stream_nb_dead_letters",
+            "Events rejected to the dead-letter sink (or skipped), by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self._reasons = {x: self._dead.labels(reason=x) for x in DEAD_LETTER_REASONS}
+        self._predictions = Counter(
+            "stream_nb_predictions_emitted", "Prediction records written to the sink.", registry=r
+        )
+        self._batches = Counter("stream_nb_batches", "Batches processed.", registry=r)
+        self._batch_seconds = Histogram(
+            "stream_nb_batch_duration_seconds",
+            "Wall time to process one batch.",
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self._event_latency = Histogram(
+            "stream_nb_event_latency_seconds",
+            "Time from decoding an event to emitting its prediction (sampled events).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._stage_latency = Histogram(
+            "stream_nb_stage_latency_seconds",
+            "Mean time per event spent in a stage, one observation per batch.",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._stage_hist = {s: self._stage_latency.labels(stage=s) for s in STAGES}
+        self._stage_total = Counter(
+            "stream_nb_stage_seconds", "Total time spent in a stage.", ["stage"], registry=r
+        )
+        self._stage_counters = {s: self._stage_total.labels(stage=s) for s in STAGES}
+        self._last_event = Gauge(
+            "stream_nb_last_event_timestamp_seconds",
+            "Timestamp carried by the last processed event (Unix time; 0 before any).",
+            registry=r,
+        )
+        self._last_processed = Gauge(
+            "stream_nb_last_processed_timestamp_seconds",
+            "Wall-clock time when the last batch finished (Unix time; 0 before any).",
+            registry=r,
+        )
+        self._evaluated = Counter(
+            "stream_nb_prequential_evaluated",
+            "Labelled events scored prequentially (resumes from the snapshot after a restore).",
+            registry=r,
+        )
+        self._correct = Counter(
+            "stream_nb_prequential_correct",
+            "Labelled events whose prediction was right.",
+            registry=r,
+        )
+        self._seen_evaluated = 0
+        self._seen_correct = 0
+        self._accuracy = Gauge(
+            "stream_nb_prequential_accuracy_ratio",
+            "Prequential accuracy by view (cumulative, sliding window, fading factor).",
+            ["view"],
+            registry=r,
+        )
+        self._log_loss = Gauge(
+            "stream_nb_prequential_log_loss",
+            "Prequential log loss in nats by view.",
+            ["view"],
+            registry=r,
+        )
+        self._kappa = Gauge(
+            "stream_nb_prequential_kappa",
+            "Prequential kappa statistics by view: cohen, m (vs majority class), "
+            "temporal (vs no-change).",
+            ["view", "statistic"],
+            registry=r,
+        )
+        self._macro_f1 = Gauge(
+            "stream_nb_prequential_macro_f1_ratio",
+            "Prequential macro-averaged F1 by view.",
+            ["view"],
+            registry=r,
+        )
+        self._cost = Gauge(
+            "stream_nb_prequential_cost",
+            "Prequential mean misclassification cost by view (NaN without a loss matrix).",
+            ["view"],
+            registry=r,
+        )
+        for view in VIEWS:
+            for gauge in (self._accuracy, self._log_loss, self._macro_f1, self._cost):
+                gauge.labels(view=view).set(_NAN)
+            for _key, statistic in _KAPPAS:
+                self._kappa.labels(view=view, statistic=statistic).set(_NAN)
+        self._model = {
+            "classes": Gauge("stream_nb_model_classes", "Classes learned.", registry=r),
+            "features": Gauge("stream_nb_model_features", "Features learned.", registry=r),
+            "stored_counts": Gauge(
+                "stream_nb_model_stored_counts", "Numbers held in the model statistics.", registry=r
+            ),
+            "bytes": Gauge(
+                "stream_nb_model_size_bytes",
+                "Estimated memory of the model statistics.",
+                registry=r,
+            ),
+        }
+        self._checkpoints = Counter(
+            "stream_nb_checkpoints", "Checkpoints attempted, by result.", ["result"], registry=r
+        )
+        self._checkpoint_results = {
+            x: self._checkpoints.labels(result=x) for x in CHECKPOINT_RESULTS
+        }
+        self._checkpoint_seconds = Histogram(
+            "stream_nb_checkpoint_duration_seconds",
+            "Time to write one checkpoint (successful or not).",
+            buckets=_CHECKPOINT_BUCKETS,
+            registry=r,
+        )
+        self._checkpoint_last = Gauge(
+            "stream_nb_checkpoint_last_success_timestamp_seconds",
+            "Unix time of the last successful checkpoint (0 before any).",
+            registry=r,
+        )
+        self._delayed_size = Gauge(
+            "stream_nb_delayed_label_cache_entries",
+            "Unlabelled events waiting for their delayed label.",
+            registry=r,
+        )
+        self._delayed_evicted = Counter(
+            "stream_nb_delayed_label_evictions",
+            "Cached events evicted (size or age limit) before their label arrived.",
+            registry=r,
+        )
+        self._build = Gauge(
+            "stream_nb_build_info",
+            "Build information; the value is always 1.",
+            ["version", "learner"],
+            registry=r,
+        )
+        self._build_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ per batch
+    def record_batch(
+        self,
+        *,
+        consumed: int,
+        outcomes: Mapping[str, int],
+        predictions: int,
+        seconds: float,
+        stage_seconds: Mapping[str, float],
+        last_event_timestamp: float | None,
+    ) -> None:
+        """Record one processed batch (call once per batch, not per event).
+
+        Parameters
+        ----------
+        consumed
+            Records read from the source in this batch.
+        outcomes
+            Events per outcome in this batch; keys from :data:`OUTCOMES`.
+        predictions
+            Prediction records written in this batch.
+        seconds
+            Wall time of the whole batch.
+        stage_seconds
+            Total time of the batch spent per stage (keys from :data:`STAGES`).
+            Each adds to ``stream_nb_stage_seconds_total`` and its mean per
+            consumed event is observed once in
+            ``stream_nb_stage_latency_seconds``.
+        last_event_timestamp
+            Unix timestamp of the batch's last event when known (e.g. the
+            Kafka record time), else ``None`` (the gauge keeps its value).
+
+        Raises
+        ------
+        ConfigError
+            For an unknown outcome or stage, or a negative count or duration.
+        """
+        consumed = _count(consumed, "consumed")
+        _count(predictions, "predictions")
+        seconds = _seconds(seconds, "seconds")
+        for outcome, count in outcomes.items():
+            _check(outcome, OUTCOMES, "outcome")
+            _count(count, f"outcomes[{outcome!r}]")
+        for stage, value in stage_seconds.items():
+            _check(stage, STAGES, "stage")
+            _seconds(value, f"stage_seconds[{stage!r}]")
+        self._consumed.inc(consumed)
+        for outcome, count in outcomes.items():
+            if count:
+                self._outcomes[outcome].inc(count)
+        if predictions:
+            self._predictions.inc(predictions)
+        self._batches.inc()
+        self._batch_seconds.observe(seconds)
+        for stage, value in stage_seconds.items():
+            self._stage_counters[stage].inc(value)
+            if consumed:
+                self._stage_hist[stage].observe(value / consumed)
+        if last_event_timestamp is not None:
+            if isinstance(last_event_timestamp, bool) or not isinstance(
+                last_event_timestamp, (int, float)
+            ):
+                raise ConfigError(
+                    "last_event_timestamp must be Unix seconds or None, "
+                    f"got {last_event_timestamp!r}"
+                )
+            self._last_event.set(last_event_timestamp)
+        self._last_processed.set(time.time())
+
+    def record_event_latency(self, seconds: float) -> None:
+        """Observe the latency of one event.
+
+        The engine samples events (for instance one per batch, or one in N),
+        so the histogram shows the latency distribution without a clock read
+        and an observation for every event.
+        """
+        self._event_latency.observe(_seconds(seconds, "seconds"))
+
+    def record_dead_letter(self, reason: str) -> None:
+        """Count one rejected event by reason (one of :data:`DEAD_LETTER_REASONS`)."""
+        _check(reason, DEAD_LETTER_REASONS, "dead-letter reason")
+        self._reasons[reason].inc()
+
+    # ------------------------------------------------------------------ evaluation
+    def record_evaluation(self, evaluator: PrequentialEvaluator) -> None:
+        """Publish the evaluator's metrics (call once per batch; O(classes)).
+
+        The correct/evaluated counters equal the evaluator's cumulative
+        totals: after a restore they resume from the snapshot's totals. An
+        evaluator whose totals went down (a new one) starts the counting again
+        from its own totals.
+        """
+        n, correct = evaluator.n, evaluator.n_correct
+        if n < self._seen_evaluated or correct < self._seen_correct:
+            self._seen_evaluated = self._seen_correct = 0
+        if n > self._seen_evaluated:
+            self._evaluated.inc(n - self._seen_evaluated)
+        if correct > self._seen_correct:
+            self._correct.inc(correct - self._seen_correct)
+        self._seen_evaluated, self._seen_correct = n, correct
+        report = evaluator.report(confusion=False)
+        for view in VIEWS:
+            values = report[view]
+            self._accuracy.labels(view=view).set(_gauge_value(values["accuracy"]))
+            self._log_loss.labels(view=view).set(_gauge_value(values["log_loss"]))
+            self._macro_f1.labels(view=view).set(_gauge_value(values["macro_f1"]))
+            self._cost.labels(view=view).set(_gauge_value(values.get("cost")))
+            for key, statistic in _KAPPAS:
+                self._kappa.labels(view=view, statistic=statistic).set(_gauge_value(values[key]))
+
+    # ------------------------------------------------------------------ model, checkpoints
+    def record_model_size(self, size: Mapping[str, int]) -> None:
+        """Publish :meth:`stream_nb.Learner.model_size` (``classes``, ``features``,
+        ``stored_counts``, ``bytes``; keys left out keep their value)."""
+        for key, value in size.items():
+            _check(key, _MODEL_SIZE_KEYS, "model size key")
+            self._model[key].set(_count(value, f"size[{key!r}]"))
+
+    def record_checkpoint(self, *, result: str, seconds: float) -> None:
+        """Count one checkpoint attempt (``result`` in :data:`CHECKPOINT_RESULTS`)
+        and its duration; a success also sets the last-success timestamp."""
+        _check(result, CHECKPOINT_RESULTS, "checkpoint result")
+        seconds = _seconds(seconds, "seconds")
+        self._checkpoint_results[result].inc()
+        self._checkpoint_seconds.observe(seconds)
+        if result == "success":
+            self._checkpoint_last.set(time.time())
+
+    def record_delayed_label_cache(self, *, size: int, evicted: int) -> None:
+        """Publish the delayed-label cache: ``size`` is the number of entries
+        now; ``evicted`` the number evicted *since the previous call* (a delta,
+        like the per-batch counts of :meth:`record_batch`)."""
+        self._delayed_size.set(_count(size, "size"))
+        evicted = _count(evicted, "evicted")
+        if evicted:
+            self._delayed_evicted.inc(evicted)
+
+    def set_build_info(self, *, version: str, learner: str) -> None:
+        """Set ``stream_nb_build_info{version, learner} 1`` (replaces a previous call)."""
+        for name, value in (("version", version), ("learner", learner)):
+            if not isinstance(value, str) or not value or len(value) > 100:
+                raise ConfigError(f"{name} must be a non-empty string, got {value!r}")
+        with self._build_lock:
+            self._build.clear()
+            self._build.labels(version=version, learner=learner).set(1)
+
+
+# ---------------------------------------------------------------------- HTTP server
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """Serves /metrics, /healthz and /readyz; everything else is 404."""
+
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self._respond(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._respond(send_body=False)
+
+    def _respond(self, *, send_body: bool) -> None:
+        path = self.path.split("?", 1)[0]
+        server = self.server
+        if path == "/metrics":
+            encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+            status, body = 200, encoder(server.registry)
+        elif path == "/healthz":
+            content_type = "text/plain; charset=utf-8"
+            alive = _call(server.live)
+            status, body = (200, b"ok\n") if alive else (503, b"not alive\n")
+        elif path == "/readyz":
+            content_type = "text/plain; charset=utf-8"
+            ready = _call(server.ready)
+            status, body = (200, b"ready\n") if ready else (503, b"not ready\n")
+        else:
+            content_type = "text/plain; charset=utf-8"
+            status, body = 404, b"not found: try /metrics, /healthz or /readyz\n"
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request access log (scrapes every few seconds)."""
+
+
+def _call(check: Callable[[], bool]) -> bool:
+    """A health callback's answer; an exception counts as 'no'."""
+    try:
+        return bool(check())
+    except Exception:
+        return False
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    registry: CollectorRegistry
+    ready: Callable[[], bool]
+    live: Callable[[], bool]
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class MetricsServer:
+    """A running metrics/health HTTP server (see :func:`serve_metrics`).
+
+    Attributes
+    ----------
+    host, port
+        The address actually bound (``port`` is the real one when 0 was asked).
+    url
+        ``http://host:port``.
+    """
+
+    def __init__(self, server: _Server, thread: threading.Thread) -> None:
+        self._server = server
+        self._thread = thread
+        address = server.server_address
+        self.host: str = str(address[0])
+        self.port: int = int(address[1])
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def close(self) -> None:
+        """Stop serving, close the socket and join the thread (idempotent)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+
+    def __enter__(self) -> MetricsServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve_metrics(
+    metrics: EngineMetrics,
+    host: str = "127.0.0.1",
+    port: int = 9108,
+    ready: Callable[[], bool] = lambda: True,
+    live: Callable[[], bool] = lambda: True,
+) -> MetricsServer:
+    """Serve ``/metrics``, ``/healthz`` and ``/readyz`` from a background thread.
+
+    Parameters
+    ----------
+    metrics
+        The metrics whose registry ``/metrics`` exposes (text format 0.0.4,
+        or OpenMetrics when the scraper asks for it).
+    host
+        Address to bind; the default 127.0.0.1 is reachable from this machine
+        only (use ``0.0.0.0`` in a container).
+    port
+        TCP port; 0 picks a free one (read it from ``MetricsServer.port``).
+    ready
+        ``/readyz`` answers 200 while it returns true, else 503 (e.g. not yet
+        restored or the source not connected).
+    live
+        ``/healthz`` answers 200 while it returns true, else 503 (e.g. the
+        processing loop stopped or stalled).
+
+    Returns
+    -------
+    MetricsServer
+        Call ``close()`` (or use it as a context manager) to stop it.
+
+    Raises
+    ------
+    ConfigError
+        If the port is out of range or cannot be bound.
+
+    Examples
+    --------
+    >>> import urllib.request
+    >>> with serve_metrics(EngineMetrics(), port=0) as server:
+    ...     urllib.request.urlopen(server.url + "/healthz").status
+    200
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"metrics port must be an integer in 0..65535, got {port!r}")
+    server_class = _Server6 if ":" in host else _Server
+    try:
+        server = server_class((host, port), _Handler)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
+            "choose another --metrics address or port (0 picks a free port)"
+        ) from exc
+    server.registry = metrics.registry
+    server.ready = ready
+    server.live = live
+    thread = threading.Thread(
+        target=server.serve_forever, name=f"stream-nb-metrics:{server.server_address[1]}",
+        daemon=True,
+    )  # fmt: skip
+    thread.start()
+    return MetricsServer(server, thread)
