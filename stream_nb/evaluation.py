@@ -617,7 +617,7 @@ class PrequentialEvaluator:
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
-            "window": self.window,
+            "window_size": self.window,
             "fading_factor": self.fading_factor,
             "loss_matrix": None
             if matrix is None
@@ -625,6 +625,7 @@ class PrequentialEvaluator:
             "classes": list(self._order),
             "last_label": [self._last] if self._has_last else [],
             "cumulative": self._cumulative.to_state(),
+            "window": self._window.to_state(),
             "window_entries": [list(e) for e in self._entries],
             "window_evictions": self._evictions,
             "fading": self._fading.to_state(),
@@ -657,7 +658,9 @@ class PrequentialEvaluator:
                 else {_label(i): {_label(j): c for j, c in row} for i, row in raw_matrix}
             )
             ev = cls(
-                window=state["window"], fading_factor=state["fading_factor"], loss_matrix=matrix
+                window=state["window_size"],
+                fading_factor=state["fading_factor"],
+                loss_matrix=matrix,
             )
             for c in state["classes"]:
                 ev._order[_label(c)] = len(ev._order)
@@ -668,22 +671,23 @@ class PrequentialEvaluator:
                 ev._has_last = True
             order = ev._order
             ev._cumulative = _View.from_state(state["cumulative"], order)
+            # the window view as it was (dict order and running float sums
+            # included), so a restored evaluator continues bit for bit; its
+            # counts must agree with the entries
+            ev._window = _View.from_state(state["window"], order)
+            check = _View()
             entries = ev._entries
-            view = ev._window
             for t, p, correct, loss, cost, nochange_ok, majority_ok in state["window_entries"]:
                 entry = (
                     _label(t), _label(p), bool(correct), float(loss), float(cost),
                     bool(nochange_ok), bool(majority_ok),
                 )  # fmt: skip
-                if entry[0] not in order:
-                    raise ValueError(f"window label {t!r} missing from the class order")
                 entries.append(entry)
-                _add_entry(view, entry)
+                _add_entry(check, entry)
             if len(entries) > ev.window:
                 raise ValueError(f"{len(entries)} window entries for a window of {ev.window}")
-            view.loss = math.fsum(e[3] for e in entries)
-            view.cost = math.fsum(e[4] for e in entries)
-            view.find_majority(order)
+            if _counts(check) != _counts(ev._window):
+                raise ValueError("window entries disagree with the window counts")
             ev._evictions = int(state["window_evictions"])
             ev._fading = _View.from_state(state["fading"], order)
             scale = _number(state["fading_scale"], "fading_scale")
@@ -697,6 +701,13 @@ class PrequentialEvaluator:
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise ModelStateError(f"malformed evaluator state: {exc!r}") from exc
         return ev
+
+
+def _counts(view: _View) -> tuple[Any, ...]:
+    return (
+        view.n, view.correct, view.majority_correct, view.nochange_correct,
+        view.true, view.pred, view.tp, view.confusion,
+    )  # fmt: skip
 
 
 def _add_entry(view: _View, entry: tuple[Any, Any, bool, float, float, bool, bool]) -> None:
