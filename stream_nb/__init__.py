@@ -22,10 +22,13 @@ from stream_nb.base import Learner
 from stream_nb.categorical import CategoricalNB
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
 from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
+from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AODE",
+    "KDB",
     "LOG_LOSS_FLOOR",
     "CategoricalNB",
     "CheckpointError",
@@ -39,9 +42,11 @@ __all__ = [
     "MetricsServer",
     "ModelStateError",
     "PrequentialEvaluator",
+    "SPODE",
     "SinkError",
     "SourceError",
     "StreamNBError",
+    "TAN",
     "__version__",
     "bayes_risk_decision",
     "serve_metrics",

@@ -1,0 +1,507 @@
+"""Work shared by the semi-naive learners: parameters, event encoding, scoring terms.
+
+Every event goes through one encoding step before it touches a count:
+
+1. ``None`` and ``NaN`` values are missing (skipped).
+2. Numeric values (``int``/``float`` other than ``bool``, or any feature the
+   ``schema`` marks ``"numeric"``) become bin indices through the
+   :class:`~stream_nb.seminaive.discretise.Discretiser` (missing during its warm-up).
+3. Values of a feature that already holds ``max_values_per_feature`` distinct
+   values, and is asked to learn or score a new one, become the "other" bucket
+   :data:`~stream_nb.seminaive._store.OTHER`.
+
+The resulting ``(feature, value)`` items are what the :class:`PairStore` counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._params import check_alpha, check_nonneg, log_prior
+from stream_nb._state import from_pairs
+from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb.base import Learner
+from stream_nb.seminaive._store import OTHER, Item, Node, PairStore
+from stream_nb.seminaive.discretise import Discretiser, check_bin_edges
+
+__all__ = [
+    "_Dependence",
+    "_SemiNaive",
+    "canonical",
+    "check_feature_name",
+    "check_int",
+    "check_schema",
+]
+
+_log = math.log
+_exp = math.exp
+_EMPTY: dict[Any, Any] = {}
+_ABSENT = object()  # "feature not in the event" (OTHER is a real bucket)
+
+#: Relative tolerance when comparing a decayed weight ``raw × scale`` with
+#: ``min_parent_count``: ``(w / s) × s`` may round to just below ``w``.
+_COUNT_TOLERANCE = 1e-9
+
+#: The first structure rebuild of TAN/KDB happens after this many events (or
+#: ``rebuild_every`` if smaller); the gap then doubles up to ``rebuild_every``.
+_FIRST_REBUILD = 32
+
+_KINDS = ("categorical", "numeric")
+
+
+def check_int(value: Any, name: str, minimum: int) -> int:
+    """An ``int`` (not ``bool``) at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_schema(schema: Any) -> dict[Hashable, str] | None:
+    """``None`` or a mapping feature -> ``"categorical"`` | ``"numeric"``."""
+    if schema is None:
+        return None
+    if not isinstance(schema, Mapping):
+        raise ConfigError(
+            f"schema must be a mapping feature -> 'categorical' or 'numeric', got {schema!r}"
+        )
+    for feature, kind in schema.items():
+        if kind not in _KINDS:
+            raise ConfigError(
+                f"schema[{feature!r}] must be 'categorical' or 'numeric', got {kind!r}"
+            )
+    return dict(schema)
+
+
+def canonical(feature: Hashable) -> tuple[str, str]:
+    """A sort key for feature names that does not depend on the order they were learned in."""
+    return (type(feature).__name__, repr(feature))
+
+
+def check_feature_name(value: Any, name: str) -> Hashable:
+    """A feature name usable in a JSON state: str, int or float."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{name} must be a feature name (str or int), got {value!r}")
+    return value
+
+
+class _SemiNaive(Learner):
+    """Base of SPODE, AODE, TAN and KDB: parameters, encoding, store, merge and state."""
+
+    def __init__(
+        self,
+        alpha: float,
+        min_parent_count: float,
+        max_values_per_feature: int | None,
+        n_bins: int,
+        warmup: int,
+        bin_edges: Mapping[Hashable, Sequence[float]] | None,
+        schema: Mapping[Hashable, str] | None,
+        half_life: float | None,
+    ) -> None:
+        super().__init__(half_life=half_life)
+        self.alpha = check_alpha(alpha)
+        self.min_parent_count = check_nonneg(min_parent_count, "min_parent_count")
+        if max_values_per_feature is not None:
+            check_int(max_values_per_feature, "max_values_per_feature", 1)
+        self.max_values_per_feature = max_values_per_feature
+        self.n_bins = check_int(n_bins, "n_bins", 2)
+        self.warmup = check_int(warmup, "warmup", 1)
+        self.bin_edges = check_bin_edges(bin_edges)
+        self.schema = check_schema(schema)
+        self._store = PairStore(self.alpha)
+        self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "min_parent_count": self.min_parent_count,
+            "max_values_per_feature": self.max_values_per_feature,
+            "n_bins": self.n_bins,
+            "warmup": self.warmup,
+            "bin_edges": self.bin_edges,
+            "schema": self.schema,
+        }
+
+    # ------------------------------------------------------------------ encoding
+    def _encode(self, x: Mapping[Any, Any], learning: bool) -> list[Item]:
+        """The event's present ``(feature, value)`` items after discretisation and the cap."""
+        schema = self.schema
+        disc = self._disc
+        counts: dict[Any, Any] = self._store.nb._counts
+        cap = self.max_values_per_feature
+        out: list[Item] = []
+        for f, v in x.items():
+            if v is None:
+                continue
+            tv = type(v)
+            kind = None if schema is None else schema.get(f)
+            if kind == "numeric" or (kind is None and (tv is float or tv is int)):
+                if tv is not float and tv is not int:
+                    raise InvalidEventError(
+                        f"feature {f!r} is numeric in the schema but got {v!r}; send a number "
+                        "or None (missing)",
+                        reason="invalid_value",
+                    )
+                if v != v:  # NaN: missing
+                    continue
+                v = disc.learn_value(f, v) if learning else disc.bin_value(f, v)
+                if v is None:
+                    continue
+            if cap is not None:
+                values = counts.get(f)
+                if (
+                    values is not None
+                    and v not in values
+                    and len(values) - (OTHER in values) >= cap
+                ):
+                    v = OTHER
+            out.append((f, v))
+        return out
+
+    # ------------------------------------------------------------------ learning
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        items = self._encode(x, True)
+        self._store.learn(items, y, w)
+        self._after_learn(items, y, w)
+
+    def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
+        """Hook for structure learners (family counts, rebuilds)."""
+
+    # ------------------------------------------------------------------ scoring
+    def _fallback(self, items: list[Item]) -> dict[Hashable, float]:
+        """CategoricalNB scores with the same α (shares the store's single counts)."""
+        nb = self._store.nb
+        nb._scale = self._scale
+        x: dict[Any, Any] = dict(items)
+        return nb._joint_log_likelihood(x)
+
+    def _raw_threshold(self) -> float:
+        """``min_parent_count`` in raw units, less a rounding tolerance."""
+        return self.min_parent_count * (1.0 - _COUNT_TOLERANCE) / self._scale
+
+    def _children(
+        self, items: list[Item], a: float
+    ) -> list[tuple[Hashable, Hashable, float, float]]:
+        """``(j, x_j, α·S_j, −log S_j)`` for the learned features of the event."""
+        counts: dict[Any, Any] = self._store.nb._counts
+        out = []
+        for j, vj in items:
+            values = counts.get(j)
+            if values is not None:
+                s = len(values)
+                out.append((j, vj, a * s, -_log(s)))
+        return out
+
+    def _spode(
+        self,
+        parent: Item,
+        children: list[tuple[Hashable, Hashable, float, float]],
+        classes: list[Hashable],
+        a: float,
+    ) -> list[float]:
+        """``log P̂(y, x_p) + Σ_{j≠p} log P̂(x_j | y, x_p)`` for every class, in ``classes`` order.
+
+        ``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
+        ``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``.
+        """
+        store = self._store
+        log = _log
+        i, vi = parent
+        values = store.nb._counts[i]  # type: ignore[index]
+        pc = values.get(vi, _EMPTY)
+        ld = log(store.feature_weight[i] + a * len(classes) * len(values))
+        s = [log(pc.get(y, 0.0) + a) - ld for y in classes]
+        sub = store.pairs.get(parent, _EMPTY)
+        const = 0.0
+        for j, vj, sa, unseen in children:
+            if j is i:
+                continue
+            node = sub.get(j)
+            if node is None:  # N(y, x_i, j) = 0 for every y: the term is log(α / αS_j)
+                const += unseen
+                continue
+            cg = node[0].get
+            rg = node[1].get(vj, _EMPTY).get
+            s = [
+                v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
+                for v, y in zip(s, classes, strict=True)
+            ]
+        if const:
+            s = [v + const for v in s]
+        return s
+
+    # ------------------------------------------------------------------ merging
+    def _merge(self, other: Any, factor: float) -> None:
+        self._disc.merge(other._disc)
+        vmap = self._store.value_map(other._store, self.max_values_per_feature)
+        self._merge_extra(other, factor, vmap)
+        self._store.merge(other._store, factor, vmap)
+
+    def _merge_extra(
+        self, other: Any, factor: float, vmap: Mapping[Hashable, Mapping[Hashable, Hashable]]
+    ) -> None:
+        """Hook: merge subclass statistics (called before the store merge)."""
+
+    def _rescale(self, factor: float) -> None:
+        self._store.rescale(factor)
+        self._rescale_extra(factor)
+
+    def _rescale_extra(self, factor: float) -> None:
+        """Hook: rescale subclass statistics."""
+
+    # ------------------------------------------------------------------ state
+    def _stats_to_state(self) -> dict[str, Any]:
+        return {
+            "store": self._store.to_state(),
+            "discretiser": self._disc.to_state(),
+            **self._extra_to_state(),
+        }
+
+    def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
+        self._store.load_state(stats["store"])
+        self._disc.load_state(stats["discretiser"])
+        self._extra_from_state(stats)
+
+    def _extra_to_state(self) -> dict[str, Any]:
+        return {}
+
+    def _extra_from_state(self, stats: Mapping[str, Any]) -> None:
+        """Hook: load subclass statistics."""
+
+    def _size(self) -> tuple[int, int, int]:
+        nb = self._store.nb
+        stored = self._store.size() + self._disc.size() + self._extra_size()
+        return len(nb._class_weight), len(nb._present), stored
+
+    def _extra_size(self) -> int:
+        return 0
+
+
+class _Dependence(_SemiNaive):
+    """Base of TAN and KDB: Bayesian-network classifiers with a periodically rebuilt structure.
+
+    Each feature ``j`` has an ordered tuple of parents ``pa(j)`` (best first).
+    Its term is, in order of preference,
+
+    * ``log P̂(x_j | y, x_pa(j))`` from the sparse *family* counts when
+      ``|pa(j)| ≥ 2``, every parent is present and that parent configuration
+      has weight ≥ ``min_parent_count`` (with ``j`` present);
+    * ``log P̂(x_j | y, x_p)`` from the pair store for the first parent ``p``
+      present in the event with ``N(x_p) ≥ min_parent_count``;
+    * the CategoricalNB term ``log((N(y, x_j) + α) / (N(y, j) + α S_j))``;
+
+    plus the CategoricalNB prior ``log((N_y + α) / (N + Kα))``.
+
+    Family counts of a feature start from zero whenever a rebuild changes its
+    parent set (they cannot be recovered from pairwise counts).
+    """
+
+    def __init__(self, rebuild_every: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rebuild_every = check_int(rebuild_every, "rebuild_every", 1)
+        self._parents: dict[Hashable, tuple[Hashable, ...]] = {}
+        self._families: dict[Hashable, dict[tuple[Hashable, ...], Node]] = {}
+        # the schedule counts learned weight (undecayed), so w=2 equals two events
+        self._weight_seen = 0.0
+        self._next_rebuild = float(min(_FIRST_REBUILD, self.rebuild_every))
+
+    def _params(self) -> dict[str, Any]:
+        params = super()._params()
+        params["rebuild_every"] = self.rebuild_every
+        return params
+
+    @property
+    def parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
+        """The current structure: feature -> its parents, best first (copy)."""
+        return dict(self._parents)
+
+    # ------------------------------------------------------------------ structure
+    def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
+        raise NotImplementedError
+
+    def rebuild(self) -> None:
+        """Rebuild the structure from the current counts now (also done every ``rebuild_every``).
+
+        Families whose parent set changed restart their counts from zero.
+        """
+        new = self._choose_parents()
+        old = self._parents
+        for j, pa in new.items():
+            if set(pa) == set(old.get(j, ())):
+                new[j] = old.get(j, pa)  # same set: keep the order family keys use
+        families = {}
+        for j, pa in new.items():
+            if len(pa) >= 2:
+                families[j] = self._families.get(j, {}) if old.get(j) == pa else {}
+        self._parents = new
+        self._families = families
+
+    def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
+        families = self._families
+        if families:
+            xd = dict(items)
+            parents = self._parents
+            for j, fam in families.items():
+                vj = xd.get(j, _ABSENT)
+                if vj is _ABSENT:
+                    continue
+                key = tuple([xd.get(p, _ABSENT) for p in parents[j]])
+                if _ABSENT in key:
+                    continue
+                node = fam.get(key)
+                if node is None:
+                    fam[key] = [{y: w}, {vj: {y: w}}]
+                    continue
+                ctx = node[0]
+                ctx[y] = ctx.get(y, 0.0) + w
+                row = node[1].get(vj)
+                if row is None:
+                    node[1][vj] = {y: w}
+                else:
+                    row[y] = row.get(y, 0.0) + w
+        self._weight_seen += w * self._scale  # raw w × scale = the event's weight
+        if self._weight_seen >= self._next_rebuild * (1.0 - _COUNT_TOLERANCE):
+            self.rebuild()
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Next rebuild: the gap doubles from ``_FIRST_REBUILD`` up to ``rebuild_every``."""
+        n = self._weight_seen
+        self._next_rebuild = n + min(max(n, _FIRST_REBUILD), self.rebuild_every)
+
+    # ------------------------------------------------------------------ scoring
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        store = self._store
+        nb = store.nb
+        class_weight = nb._class_weight
+        if not class_weight:
+            return {}
+        items = self._encode(x, False)
+        a = self.alpha / self._scale
+        classes = list(class_weight)
+        prior = log_prior(class_weight, nb._total_weight, a, True, None)
+        s = [prior[y] for y in classes]
+        counts: dict[Any, Any] = nb._counts
+        present: dict[Any, Any] = nb._present
+        value_weight = store.value_weight
+        pairs = store.pairs
+        parents = self._parents
+        families = self._families
+        threshold = self._raw_threshold()
+        xd = dict(items)
+        log = _log
+        for j, vj in items:
+            values = counts.get(j)
+            if values is None:
+                continue
+            n_values = len(values)
+            sa = a * n_values
+            pa = parents.get(j, ())
+            node = None
+            if len(pa) >= 2:
+                key = tuple([xd.get(p, _ABSENT) for p in pa])
+                if _ABSENT not in key:
+                    node = families[j].get(key)
+                    if node is not None and sum(node[0].values()) < threshold:
+                        node = None
+            if node is None:
+                for p in pa:
+                    vp = xd.get(p, _ABSENT)
+                    if vp is not _ABSENT and value_weight[p].get(vp, 0.0) >= threshold:
+                        node = pairs.get((p, vp), _EMPTY).get(j)
+                        if node is None:  # never together: log(α / αS_j) for every class
+                            node = [_EMPTY, _EMPTY]
+                        break
+            if node is None:
+                cg = present[j].get
+                rg = values.get(vj, _EMPTY).get
+            else:
+                cg = node[0].get
+                rg = node[1].get(vj, _EMPTY).get
+            s = [
+                v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
+                for v, y in zip(s, classes, strict=True)
+            ]
+        return dict(zip(classes, s, strict=True))
+
+    # ------------------------------------------------------------------ merging
+    def merge(self, other: Learner) -> Learner:
+        """Add ``other``'s counts, then rebuild the structure from the merged counts.
+
+        Family counts (``|pa(j)| ≥ 2``) are added only where both models have
+        the same parents for ``j``; the rebuild may then reset some of them.
+        Discretiser rules: see :mod:`stream_nb.seminaive.discretise`.
+        """
+        both_trained = self.n_learned > 0 and other.n_learned > 0
+        super().merge(other)
+        if both_trained:
+            self.rebuild()
+            self._schedule()
+        return self
+
+    def _merge_extra(
+        self, other: Any, factor: float, vmap: Mapping[Hashable, Mapping[Hashable, Hashable]]
+    ) -> None:
+        if self.n_learned == 0:  # untrained: adopt the other's structure and schedule
+            self._parents = dict(other._parents)
+            self._families = {j: {} for j in other._families}
+            self._next_rebuild = other._next_rebuild
+        self._weight_seen += other._weight_seen
+        for j, fam in other._families.items():
+            pa = self._parents.get(j)
+            if pa != other._parents.get(j) or j not in self._families or pa is None:
+                continue
+            dst = self._families[j]
+            maps = [vmap[p] for p in pa]
+            jmap = vmap[j]
+            for key, (ctx, values) in fam.items():
+                new_key = tuple([m[v] for m, v in zip(maps, key, strict=True)])
+                node = dst.get(new_key)
+                if node is None:
+                    node = dst[new_key] = [{}, {}]
+                add_scaled(node[0], ctx, factor)
+                for vj, by_class in values.items():
+                    add_scaled(node[1].setdefault(jmap[vj], {}), by_class, factor)
+
+    def _rescale_extra(self, factor: float) -> None:
+        for fam in self._families.values():
+            for ctx, values in fam.values():
+                rescale(ctx, factor)
+                rescale(values, factor)
+
+    # ------------------------------------------------------------------ state
+    def _extra_to_state(self) -> dict[str, Any]:
+        return {
+            "parents": [[j, list(pa)] for j, pa in self._parents.items()],
+            "families": [
+                [j, [[list(k), tree_to_pairs(c), tree_to_pairs(v)] for k, (c, v) in fam.items()]]
+                for j, fam in self._families.items()
+            ],
+            "next_rebuild": self._next_rebuild,
+            "weight_seen": self._weight_seen,
+        }
+
+    def _extra_from_state(self, stats: Mapping[str, Any]) -> None:
+        parents = from_pairs(stats["parents"])
+        self._parents = {j: tuple(pa) for j, pa in parents.items()}
+        families: dict[Hashable, dict[tuple[Hashable, ...], Node]] = {}
+        for j, fam in from_pairs(stats["families"]).items():
+            families[j] = {
+                tuple(k): [tree_from_pairs(c, depth=1), tree_from_pairs(v, depth=2)]
+                for k, c, v in fam
+            }
+        if set(families) != {j for j, pa in self._parents.items() if len(pa) >= 2}:
+            raise ValueError("families must exist exactly for features with two or more parents")
+        self._families = families
+        self._next_rebuild = float(stats["next_rebuild"])
+        self._weight_seen = float(stats["weight_seen"])
+
+    def _extra_size(self) -> int:
+        n = sum(map(len, self._parents.values()))
+        for fam in self._families.values():
+            for ctx, values in fam.values():
+                n += len(ctx) + count_leaves(values)
+        return n

@@ -1,0 +1,288 @@
+"""The one sparse store of single and pairwise counts shared by SPODE, AODE, TAN and KDB.
+
+Notation of issue #4 (all weights in the raw units of :mod:`stream_nb.base`):
+
+``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)``
+    Kept by an embedded :class:`~stream_nb.categorical.CategoricalNB` (its
+    ``_class_weight``, ``_total_weight``, ``_present`` and ``_counts``), whose
+    scoring is reused as the fallback with the same α.
+``N_i``
+    ``feature_weight[i]``: weight of events in which feature ``i`` was present.
+``N(x_i)``
+    ``value_weight[i][v]``: weight of events with ``x_i = v``, all classes.
+``N(y, x_i, j)`` and ``N(y, x_i, x_j)``
+    ``pairs[(i, v_i)][j] = [ctx, values]`` where ``ctx[y] = N(y, x_i, j)`` and
+    ``values[v_j][y] = N(y, x_i, x_j)``, for ordered pairs ``i ≠ j`` of features
+    present together, only for combinations actually seen.
+
+Learning an event with ``d`` features present costs ``d`` single updates and
+``d(d − 1)`` pair updates; nothing else is touched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb.categorical import CategoricalNB
+
+__all__ = ["OTHER", "PairStore"]
+
+#: Key of the "other" bucket of a feature whose distinct values reached
+#: ``max_values_per_feature``. ``None`` is never a real value (it means
+#: "missing" in events) and is JSON-able, so it cannot collide with user data.
+OTHER = None
+
+_log = math.log
+
+Item = tuple[Hashable, Hashable]
+Node = list[dict[Hashable, Any]]  # [ctx: class -> w, values: v_j -> class -> w]
+
+
+class PairStore:
+    """Sparse single and pairwise class-conditional counts (see the module docstring).
+
+    Parameters
+    ----------
+    alpha
+        Smoothing constant of the embedded CategoricalNB fallback.
+
+    Examples
+    --------
+    >>> s = PairStore(alpha=1.0)
+    >>> s.learn([("a", 1), ("b", "x")], "yes", 1.0)
+    >>> s.pairs[("a", 1)]["b"]
+    [{'yes': 1.0}, {'x': {'yes': 1.0}}]
+    >>> s.size()
+    14
+    """
+
+    __slots__ = ("feature_weight", "nb", "pairs", "value_weight")
+
+    def __init__(self, alpha: float) -> None:
+        self.nb = CategoricalNB(alpha=alpha)
+        self.feature_weight: dict[Hashable, float] = {}
+        self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
+        self.pairs: dict[Item, dict[Hashable, Node]] = {}
+
+    # ------------------------------------------------------------------ learning
+    def learn(self, items: list[Item], y: Hashable, w: float) -> None:
+        """Add one (already discretised) event: ``items`` are its present ``(feature, value)``."""
+        nb = self.nb
+        class_weight = nb._class_weight
+        class_weight[y] = class_weight.get(y, 0.0) + w
+        nb._total_weight += w
+        present: dict[Any, Any] = nb._present
+        counts: dict[Any, Any] = nb._counts
+        feature_weight = self.feature_weight
+        value_weight = self.value_weight
+        for f, v in items:
+            by_class = present.get(f)
+            if by_class is None:
+                by_class = present[f] = {}
+                counts[f] = {}
+                value_weight[f] = {}
+                feature_weight[f] = 0.0
+            by_class[y] = by_class.get(y, 0.0) + w
+            feature_weight[f] += w
+            values = counts[f]
+            vc = values.get(v)
+            if vc is None:
+                values[v] = {y: w}
+            else:
+                vc[y] = vc.get(y, 0.0) + w
+            fvw = value_weight[f]
+            fvw[v] = fvw.get(v, 0.0) + w
+        if len(items) < 2:
+            return
+        pairs = self.pairs
+        for item in items:
+            i = item[0]
+            sub = pairs.get(item)
+            if sub is None:
+                sub = pairs[item] = {}
+            for j, vj in items:
+                if j is i:
+                    continue
+                node = sub.get(j)
+                if node is None:
+                    sub[j] = [{y: w}, {vj: {y: w}}]
+                    continue
+                ctx = node[0]
+                ctx[y] = ctx.get(y, 0.0) + w
+                row = node[1].get(vj)
+                if row is None:
+                    node[1][vj] = {y: w}
+                else:
+                    row[y] = row.get(y, 0.0) + w
+
+    # ------------------------------------------------------------------ merging
+    def value_map(
+        self, other: PairStore, cap: int | None
+    ) -> dict[Hashable, dict[Hashable, Hashable]]:
+        """Where each of ``other``'s values lands here: itself, or :data:`OTHER` past the cap.
+
+        Values already known here keep their slot; new ones take free slots in
+        ``other``'s order until the feature holds ``cap`` values.
+        """
+        mine: dict[Any, Any] = self.nb._counts
+        out: dict[Hashable, dict[Hashable, Hashable]] = {}
+        for f, values in other.nb._counts.items():
+            known = set(mine.get(f, ()))
+            n_real = len(known) - (OTHER in known)
+            mapping: dict[Hashable, Hashable] = {}
+            for v in values:
+                if v is OTHER or v in known:
+                    mapping[v] = v
+                elif cap is None or n_real < cap:
+                    mapping[v] = v
+                    known.add(v)
+                    n_real += 1
+                else:
+                    mapping[v] = OTHER
+            out[f] = mapping
+        return out
+
+    def merge(
+        self,
+        other: PairStore,
+        factor: float,
+        vmap: Mapping[Hashable, Mapping[Hashable, Hashable]],
+    ) -> None:
+        """Add ``factor × other``, relabelling values through ``vmap`` (see :meth:`value_map`)."""
+        nb, onb = self.nb, other.nb
+        add_scaled(nb._class_weight, onb._class_weight, factor)
+        nb._total_weight += onb._total_weight * factor
+        add_scaled(nb._present, onb._present, factor)
+        add_scaled(self.feature_weight, other.feature_weight, factor)
+        for f, values in onb._counts.items():
+            mapping = vmap[f]
+            dst = nb._counts.setdefault(f, {})
+            dst_w = self.value_weight.setdefault(f, {})
+            src_w = other.value_weight[f]
+            for v, by_class in values.items():
+                t = mapping[v]
+                add_scaled(dst.setdefault(t, {}), by_class, factor)
+                dst_w[t] = dst_w.get(t, 0.0) + src_w[v] * factor
+        for (i, vi), sub in other.pairs.items():
+            dst_sub = self.pairs.setdefault((i, vmap[i][vi]), {})
+            for j, (ctx, values) in sub.items():
+                node = dst_sub.get(j)
+                if node is None:
+                    node = dst_sub[j] = [{}, {}]
+                add_scaled(node[0], ctx, factor)
+                mapping = vmap[j]
+                dst_values = node[1]
+                for vj, by_class in values.items():
+                    add_scaled(dst_values.setdefault(mapping[vj], {}), by_class, factor)
+
+    def rescale(self, factor: float) -> None:
+        """Multiply every stored weight by ``factor``."""
+        self.nb._rescale(factor)
+        rescale(self.feature_weight, factor)
+        rescale(self.value_weight, factor)
+        for sub in self.pairs.values():
+            for ctx, values in sub.values():
+                rescale(ctx, factor)
+                rescale(values, factor)
+
+    # ------------------------------------------------------------------ state
+    def to_state(self) -> dict[str, Any]:
+        """JSON-able statistics."""
+        return {
+            "nb": self.nb._stats_to_state(),
+            "feature_weight": tree_to_pairs(self.feature_weight),
+            "value_weight": tree_to_pairs(self.value_weight),
+            "pairs": [
+                [i, vi, [[j, tree_to_pairs(c), tree_to_pairs(v)] for j, (c, v) in sub.items()]]
+                for (i, vi), sub in self.pairs.items()
+            ],
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Inverse of :meth:`to_state`."""
+        self.nb._stats_from_state(state["nb"])
+        self.feature_weight = tree_from_pairs(state["feature_weight"], depth=1)
+        self.value_weight = tree_from_pairs(state["value_weight"], depth=2)
+        if set(self.feature_weight) != set(self.nb._present) or set(self.value_weight) != set(
+            self.nb._present
+        ):
+            raise ValueError("feature_weight and value_weight must name the learned features")
+        pairs: dict[Item, dict[Hashable, Node]] = {}
+        for i, vi, sub in state["pairs"]:
+            node_map = {}
+            for j, ctx, values in sub:
+                node_map[j] = [tree_from_pairs(ctx, depth=1), tree_from_pairs(values, depth=2)]
+            pairs[(i, vi)] = node_map
+        self.pairs = pairs
+
+    def size(self) -> int:
+        """Stored numbers."""
+        nb = self.nb
+        n = len(nb._class_weight) + 1 + count_leaves(nb._present) + count_leaves(nb._counts)
+        n += len(self.feature_weight) + count_leaves(self.value_weight)
+        for sub in self.pairs.values():
+            for ctx, values in sub.values():
+                n += len(ctx) + count_leaves(values)
+        return n
+
+    # ------------------------------------------------------------------ information
+    def class_mutual_information(self) -> dict[Hashable, float]:
+        """``I(X_i; Y)`` for every learned feature (maximum likelihood, nats).
+
+        Absence counts as no information: each term is weighted by
+        ``N(y, x_i) / N`` over all events, so rarely present features rank low.
+        """
+        nb = self.nb
+        total = nb._total_weight
+        out: dict[Hashable, float] = {}
+        for f, values in nb._counts.items():
+            n_f = self.feature_weight[f]
+            by_class = nb._present[f]
+            vw = self.value_weight[f]
+            mi = 0.0
+            for v, vc in values.items():
+                nv = vw[v]
+                for y, n in vc.items():
+                    if n > 0.0:
+                        mi += n * _log(n * n_f / (by_class[y] * nv))
+            out[f] = mi / total if total > 0 else 0.0
+        return out
+
+    def conditional_mutual_information(self) -> dict[tuple[Hashable, Hashable], float]:
+        """``I(X_i; X_j | Y)`` for every pair seen together, keyed ``(i, j)`` in learning order.
+
+        ``Σ N(y, x_i, x_j)/N · log(N(y, x_i, x_j) N_ij(y) / (N(y, x_i, j) N(y, i, x_j)))``
+        with the marginals taken over the events where both are present
+        (maximum likelihood, Friedman, Geiger & Goldszmidt 1997). Cost: one pass
+        over the stored pair counts, O(pairs × values² × classes).
+        """
+        order: dict[Any, int] = {f: k for k, f in enumerate(self.nb._counts)}
+        # (i, j) -> list of the nodes of every v_i
+        tables: dict[tuple[Hashable, Hashable], list[Node]] = {}
+        for (i, _vi), sub in self.pairs.items():
+            oi = order[i]
+            for j, node in sub.items():
+                if oi < order[j]:
+                    tables.setdefault((i, j), []).append(node)
+        total = self.nb._total_weight
+        out: dict[tuple[Hashable, Hashable], float] = {}
+        for key, nodes in tables.items():
+            t_y: dict[Hashable, float] = {}
+            col: dict[tuple[Hashable, Hashable], float] = {}
+            for ctx, values in nodes:
+                for y, n in ctx.items():
+                    t_y[y] = t_y.get(y, 0.0) + n
+                for vj, vc in values.items():
+                    for y, n in vc.items():
+                        col[(vj, y)] = col.get((vj, y), 0.0) + n
+            cmi = 0.0
+            for ctx, values in nodes:
+                for vj, vc in values.items():
+                    for y, n in vc.items():
+                        if n > 0.0:
+                            cmi += n * _log(n * t_y[y] / (ctx[y] * col[(vj, y)]))
+            out[key] = cmi / total if total > 0 else 0.0
+        return out
