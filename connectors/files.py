@@ -1,0 +1,422 @@
+"""JSON-lines connectors: files (seekable, optionally followed), stdin, stdout, stderr.
+
+Sources read blocks of bytes with ``os.read`` and split them into lines in
+C (``bytes.split``); a line longer than ``max_line_bytes`` is never held in
+memory whole: its first ``max_line_bytes + 1`` bytes are handed out (so the
+decoder rejects it as ``line_too_long``) and the rest is skipped. Record
+positions are ``{"line": n, "offset": b}``: the 1-based line number and the
+byte offset where the line starts. ``position()`` is ``{"line": lines handed
+out, "offset": bytes handed out}``, i.e. where reading resumes after a
+:meth:`FileSource.seek`.
+
+Sinks buffer records and write them with one ``os.write`` per
+``buffer_bytes``; :meth:`FileSink.flush` also fsyncs, and
+:meth:`FileSink.position` is the durable byte length, so a checkpoint can pin
+it and :meth:`FileSink.truncate` can cut output written after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import sys
+import time
+from typing import Any
+
+from connectors.base import Record, Sink, Source
+from stream_nb._exceptions import ConfigError, SinkError, SourceError
+
+__all__ = ["FileSink", "FileSource", "StdinSource", "StreamSink"]
+
+#: Bytes per ``os.read`` call: large enough to amortise the call, small enough for the cache.
+_BLOCK_BYTES = 1 << 16
+#: Sleep between polls of a followed file at its end.
+_FOLLOW_POLL_SECONDS = 0.05
+#: Bytes buffered by sinks before an ``os.write``.
+_BUFFER_BYTES = 1 << 16
+
+
+def _check_limit(max_line_bytes: Any) -> int:
+    if (
+        isinstance(max_line_bytes, bool)
+        or not isinstance(max_line_bytes, int)
+        or max_line_bytes < 1
+    ):
+        raise ConfigError(f"max_line_bytes must be a positive integer, got {max_line_bytes!r}")
+    return max_line_bytes
+
+
+class _LineSource(Source):
+    """Line splitting over a file descriptor (shared by files and stdin)."""
+
+    def __init__(self, fd: int, *, max_line_bytes: int, follow: bool, name: str) -> None:
+        self._fd = fd
+        self._max = _check_limit(max_line_bytes)
+        self._follow = follow
+        self.name = name
+        self._reset(0, 0)
+
+    def _reset(self, line: int, offset: int) -> None:
+        self._ready: list[Record] = []
+        self._ends: list[tuple[int, int]] = []  # (line number, end offset) of each ready record
+        self._cursor = 0
+        self._line = line  # lines split so far
+        self._start = offset  # offset where the current partial line starts
+        self._buf = b""  # partial line (not over the limit)
+        self._discarding = False  # inside an over-long line
+        self._prefix = b""  # first max+1 bytes of that line
+        self._skipped = 0  # bytes of that line read so far
+        self._eof = False
+        self._pos_line = line
+        self._pos_offset = offset
+
+    # ------------------------------------------------------------------ splitting
+    def _feed(self, block: bytes) -> None:
+        if self._discarding:
+            i = block.find(b"\n")
+            if i < 0:
+                self._skipped += len(block)
+                return
+            self._skipped += i + 1
+            self._finish_long()
+            block = block[i + 1 :]
+        data = self._buf + block if self._buf else block
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        limit = self._max
+        offset = self._start
+        line = self._line
+        ready = self._ready
+        ends = self._ends
+        for part in parts:
+            line += 1
+            size = len(part)
+            ready.append(
+                Record(
+                    part if size <= limit else part[: limit + 1], {"line": line, "offset": offset}
+                )
+            )
+            offset += size + 1
+            ends.append((line, offset))
+        self._line, self._start = line, offset
+        if len(tail) > limit:
+            self._discarding = True
+            self._prefix = tail[: limit + 1]
+            self._skipped = len(tail)
+            self._buf = b""
+        else:
+            self._buf = tail
+
+    def _finish_long(self) -> None:
+        self._line += 1
+        self._ready.append(Record(self._prefix, {"line": self._line, "offset": self._start}))
+        self._start += self._skipped
+        self._ends.append((self._line, self._start))
+        self._discarding = False
+        self._prefix = b""
+        self._skipped = 0
+
+    def _finish_eof(self) -> None:
+        """End of input: a last line without newline is a line."""
+        if self._discarding:
+            self._finish_long()
+        elif self._buf:
+            self._line += 1
+            self._ready.append(Record(self._buf, {"line": self._line, "offset": self._start}))
+            self._start += len(self._buf)
+            self._ends.append((self._line, self._start))
+            self._buf = b""
+        self._eof = True
+
+    def _wait(self, timeout: float) -> bool:
+        """Whether data (or EOF) can be read without blocking longer than ``timeout``."""
+        return True
+
+    def _fill(self, timeout: float) -> bool:
+        """Read one block; ``False`` when nothing came."""
+        if self._eof:
+            return False
+        if not self._wait(timeout):
+            return False
+        try:
+            block = os.read(self._fd, _BLOCK_BYTES)
+        except OSError as exc:
+            raise SourceError(f"cannot read {self.name}: {exc}") from exc
+        if block:
+            self._feed(block)
+            return True
+        if self._follow:
+            time.sleep(min(timeout, _FOLLOW_POLL_SECONDS))
+            return False
+        self._finish_eof()
+        return True
+
+    # ------------------------------------------------------------------ Source
+    def next_batch(self, max_records: int, timeout: float) -> list[Record]:
+        deadline = time.monotonic() + timeout
+        while len(self._ready) - self._cursor < max_records and not self._eof:
+            # Block only while nothing is ready; otherwise take what is available now.
+            have = self._cursor < len(self._ready)
+            wait = 0.0 if have else max(0.0, deadline - time.monotonic())
+            if not self._fill(wait) and (
+                self._cursor < len(self._ready) or time.monotonic() >= deadline
+            ):
+                break
+        start = self._cursor
+        stop = min(len(self._ready), start + max_records)
+        if stop == start:
+            return []
+        batch = self._ready[start:stop]
+        self._pos_line, self._pos_offset = self._ends[stop - 1]
+        if stop == len(self._ready):
+            self._ready.clear()
+            self._ends.clear()
+            self._cursor = 0
+        else:
+            self._cursor = stop
+        return batch
+
+    @property
+    def exhausted(self) -> bool:
+        return self._eof and self._cursor >= len(self._ready)
+
+    def position(self) -> dict[str, Any]:
+        return {"line": self._pos_line, "offset": self._pos_offset}
+
+
+class FileSource(_LineSource):
+    """A JSON-lines file, seekable by byte offset; optionally followed like ``tail -f``.
+
+    Parameters
+    ----------
+    path
+        The file.
+    follow
+        Keep waiting for new lines at the end of the file instead of ending
+        (a last line is only handed out once its newline was written).
+    max_line_bytes
+        Longest line handed out whole.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "events.jsonl")
+    >>> _ = open(path, "wb").write(b'{"a":1}\\n\\n{"a":2}')
+    >>> src = FileSource(path)
+    >>> for r in src.next_batch(10, 0):
+    ...     print(r.payload, r.position)
+    b'{"a":1}' {'line': 1, 'offset': 0}
+    b'' {'line': 2, 'offset': 8}
+    b'{"a":2}' {'line': 3, 'offset': 9}
+    >>> src.position(), src.exhausted
+    ({'line': 3, 'offset': 16}, True)
+    >>> src.seek({"line": 1, "offset": 8}); [r.payload for r in src.next_batch(10, 0)]
+    [b'', b'{"a":2}']
+    >>> src.close()
+    """
+
+    seekable = True
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, follow: bool = False, max_line_bytes: int = 1 << 20
+    ) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise SourceError(f"cannot open source file {str(path)!r}: {exc}") from exc
+        self.path = os.fspath(path)
+        super().__init__(fd, max_line_bytes=max_line_bytes, follow=follow, name=repr(self.path))
+
+    def seek(self, position: dict[str, Any]) -> None:
+        line, offset = position.get("line"), position.get("offset")
+        if not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (line, offset)
+        ):
+            raise SourceError(
+                f"cannot seek {self.path!r} to {position!r}; "
+                "expected {'line': n, 'offset': bytes}"
+            )
+        assert isinstance(line, int) and isinstance(offset, int)
+        size = os.fstat(self._fd).st_size
+        if offset > size:
+            raise SourceError(
+                f"cannot seek {self.path!r} to byte {offset}: the file has only {size} bytes "
+                "(was it replaced or truncated? use a new --checkpoint-dir)"
+            )
+        os.lseek(self._fd, offset, os.SEEK_SET)
+        self._reset(line, offset)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class StdinSource(_LineSource):
+    """JSON lines from standard input (not seekable; waits with ``select``, so a stop
+    request is honoured within ``timeout`` even when no input arrives)."""
+
+    def __init__(self, *, max_line_bytes: int = 1 << 20, fd: int | None = None) -> None:
+        super().__init__(
+            sys.stdin.fileno() if fd is None else fd,
+            max_line_bytes=max_line_bytes,
+            follow=False,
+            name="stdin",
+        )
+
+    def _wait(self, timeout: float) -> bool:
+        try:
+            readable, _, _ = select.select([self._fd], [], [], timeout)
+        except (OSError, ValueError):  # e.g. not a selectable descriptor: just block
+            return True
+        return bool(readable)
+
+    def close(self) -> None:
+        """Leave the process's stdin open."""
+
+
+class _FdSink(Sink):
+    """Buffered newline-terminated records to a file descriptor."""
+
+    def __init__(self, fd: int, *, name: str, buffer_bytes: int) -> None:
+        self._fd = fd
+        self.name = name
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._limit = buffer_bytes
+        self._written = 0  # bytes handed to the OS
+
+    def write(
+        self,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        self._buffer.append(value)
+        self._buffered += len(value) + 1
+        if self._buffered >= self._limit:
+            self._write_out()
+
+    def _write_out(self) -> None:
+        if not self._buffer:
+            return
+        buffer = self._buffer
+        data = b"\n".join(buffer) + b"\n"
+        self._buffer = []
+        self._buffered = 0
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            raise SinkError(f"cannot write to {self.name}: {exc}") from exc
+        self._written += len(data)
+
+    def flush(self) -> None:
+        self._write_out()
+
+    def close(self) -> None:
+        self.flush()
+
+
+class StreamSink(_FdSink):
+    """Records to standard output or standard error (``flush`` writes, no fsync).
+
+    Parameters
+    ----------
+    stream
+        ``"stdout"`` or ``"stderr"``.
+    """
+
+    def __init__(self, stream: str = "stdout", *, buffer_bytes: int = _BUFFER_BYTES) -> None:
+        if stream not in ("stdout", "stderr"):
+            raise ConfigError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
+        target = sys.stdout if stream == "stdout" else sys.stderr
+        target.flush()
+        super().__init__(target.fileno(), name=stream, buffer_bytes=buffer_bytes)
+
+    def close(self) -> None:
+        with contextlib.suppress(SinkError):  # e.g. a closed pipe at shutdown
+            self.flush()
+
+
+class FileSink(_FdSink):
+    """Records appended to a JSON-lines file; durable byte position and truncation.
+
+    Parameters
+    ----------
+    path
+        The file (created if missing; existing content is kept).
+    fsync
+        ``flush`` fsyncs (needed for crash safety; ``False`` for speed when
+        crash safety does not matter).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.jsonl")
+    >>> sink = FileSink(path)
+    >>> sink.write(b'{"a":1}'); sink.flush(); sink.position()
+    {'bytes': 8}
+    >>> sink.write(b'{"a":2}'); sink.flush(); sink.truncate({"bytes": 8})
+    >>> open(path, "rb").read()
+    b'{"a":1}\\n'
+    >>> sink.close()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        buffer_bytes: int = _BUFFER_BYTES,
+    ) -> None:
+        self.path = os.fspath(path)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise SinkError(f"cannot open sink file {self.path!r}: {exc}") from exc
+        super().__init__(fd, name=repr(self.path), buffer_bytes=buffer_bytes)
+        self._fsync = fsync
+        self._written = os.fstat(fd).st_size
+        self._durable = self._written
+
+    def flush(self) -> None:
+        self._write_out()
+        if self._fsync and self._durable != self._written:
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise SinkError(f"cannot fsync {self.name}: {exc}") from exc
+        self._durable = self._written
+
+    def position(self) -> dict[str, Any]:
+        return {"bytes": self._durable}
+
+    def truncate(self, position: dict[str, Any]) -> None:
+        size = position.get("bytes")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise SinkError(f"cannot truncate {self.name} to {position!r}; expected {{'bytes': n}}")
+        self._buffer = []
+        self._buffered = 0
+        actual = os.fstat(self._fd).st_size
+        if actual < size:
+            raise SinkError(
+                f"{self.name} has {actual} bytes but the snapshot says {size} were durable; "
+                "the file was truncated or replaced since: use a new --checkpoint-dir or "
+                "restore the file"
+            )
+        try:
+            os.ftruncate(self._fd, size)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise SinkError(f"cannot truncate {self.name}: {exc}") from exc
+        self._written = self._durable = size
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.flush()
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,1168 @@
+"""The ``stream-nb`` command: run the daemon, evaluate models, inspect and merge snapshots.
+
+Subcommands
+-----------
+``run``      read events, predict, emit, learn; dead letters, checkpoints, metrics
+``eval``     prequential run of one or several models over a file: report, curve CSV, plot
+``inspect``  describe a snapshot (classes, counts, features, size, informative features)
+``merge``    merge the models of several snapshots into one snapshot
+``demo``     print a seeded demo stream as JSON lines
+
+Every flag can also be set with an environment variable ``STREAM_NB_<FLAG>``
+(``--checkpoint-dir`` → ``STREAM_NB_CHECKPOINT_DIR``); a flag on the command
+line wins. ``--help`` shows both and the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import logging
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import stream_nb
+from connectors.registry import open_sink, open_source
+from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError, StreamNBError
+from stream_nb.base import Learner
+from stream_nb.engine import Checkpointer, DelayedLabelCache, Engine, ErrorPolicy, EventDecoder
+from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
+
+__all__ = ["build_parser", "main"]
+
+_log = logging.getLogger("stream_nb.cli")
+
+DEFAULT_MODEL = "NaiveBayes"
+_ENV_PREFIX = "STREAM_NB_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+#: Learners that model counts: their features must be non-negative numbers.
+_COUNT_LEARNERS = {"MultinomialNB", "ComplementNB"}
+
+
+# ---------------------------------------------------------------------- flags + env
+class _EnvError(Exception):
+    pass
+
+
+def _env_name(flag: str) -> str:
+    return _ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
+
+
+def _flag(
+    parser: argparse._ActionsContainer,
+    flag: str,
+    *,
+    type: Callable[[str], Any] = str,
+    default: Any = None,
+    help: str,
+    choices: Sequence[str] | None = None,
+    metavar: str | None = None,
+    switch: bool = False,
+    repeat: bool = False,
+    short: str | None = None,
+) -> None:
+    """Add ``flag`` with its ``STREAM_NB_*`` variable; the variable overrides ``default``."""
+    env = _env_name(flag)
+    raw = os.environ.get(env)
+    names = [short, flag] if short else [flag]
+    if switch:
+        value = default
+        if raw is not None:
+            lowered = raw.strip().lower()
+            if lowered not in _TRUE | _FALSE:
+                raise _EnvError(
+                    f"{env}={raw!r} (for {flag}) must be one of 1/0, true/false, yes/no"
+                )
+            value = lowered in _TRUE
+        parser.add_argument(
+            *names,
+            action="store_true",
+            default=value,
+            help=f"{help} [env {env}=1; default: off]",
+        )
+        return
+    value = default
+    if raw is not None:
+        try:
+            value = [type(v) for v in raw.split()] if repeat else type(raw)
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise _EnvError(f"{env}={raw!r} (for {flag}): {exc}") from exc
+        if choices is not None and (value not in choices):
+            raise _EnvError(f"{env}={raw!r} (for {flag}) must be one of {', '.join(choices)}")
+    shown = "none" if default is None else default
+    parser.add_argument(
+        *names,
+        type=type,
+        default=value,
+        choices=choices,
+        metavar=metavar,
+        action="append" if repeat else "store",
+        help=f"{help} [env {env}; default: {shown}]",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _json_value(text: str) -> Any:
+    """JSON, or ``@FILE`` to read the JSON from a file."""
+    data: str | bytes = text
+    if text.startswith("@"):
+        try:
+            data = Path(text[1:]).read_bytes()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {exc}") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text[:80]!r}") from None
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return key, value  # a bare string
+
+
+# ---------------------------------------------------------------------- parser
+def _add_event_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("events")
+    _flag(
+        g,
+        "--shape",
+        default="auto",
+        choices=("auto", "nested", "flat"),
+        help="event shape: nested {x: {...}, y} or flat (label removed, other keys are "
+        "features); auto picks nested when the features field holds an object",
+    )
+    _flag(g, "--features-field", default="x", help="features field of nested events")
+    _flag(g, "--label-field", default="y", help="label field")
+    _flag(g, "--id-field", default="id", help="event id field ('' to disable ids)")
+    _flag(g, "--weight-field", default="w", help="sample weight field ('' to disable weights)")
+    _flag(
+        g,
+        "--max-line-bytes",
+        type=_positive_int,
+        default=1 << 20,
+        help="longest accepted event in bytes; longer ones are dead letters (too_large)",
+    )
+
+
+def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None:
+    g = p.add_argument_group("model")
+    if multi:
+        _flag(
+            g,
+            "--model",
+            repeat=True,
+            metavar="NAME[:JSON]",
+            help="learner to evaluate, repeatable, optionally with parameters as JSON "
+            "(e.g. 'CategoricalNB:{\"alpha\": 0.5}'); the env variable takes a "
+            "space-separated list",
+        )
+    else:
+        _flag(
+            g,
+            "--model",
+            default=DEFAULT_MODEL,
+            metavar="NAME",
+            help="learner class (see 'stream-nb run --help' epilog for the list)",
+        )
+        _flag(
+            g,
+            "--params",
+            type=_json_value,
+            metavar="JSON",
+            help="learner parameters as a JSON object (or @file.json)",
+        )
+        _flag(
+            g,
+            "--param",
+            type=_key_value,
+            repeat=True,
+            metavar="KEY=VALUE",
+            help="one learner parameter, repeatable; VALUE is JSON or a bare string; the "
+            "env variable takes a space-separated list",
+        )
+    _flag(
+        g,
+        "--loss-matrix",
+        type=_json_value,
+        metavar="JSON",
+        help="cost-sensitive decisions: {predicted: {true: cost}} or [[predicted, true, "
+        "cost], ...] (keeps non-string labels), or @file.json",
+    )
+    _flag(g, "--window", type=_positive_int, default=1000, help="prequential window (events)")
+    _flag(g, "--fading-factor", type=float, default=0.999, help="prequential fading factor")
+
+
+def _add_log_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("logging")
+    _flag(
+        g,
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level",
+    )
+    _flag(
+        g,
+        "--log-format",
+        default="text",
+        choices=("text", "json"),
+        help="log line format (json: one object per line)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``stream-nb`` argument parser (environment variables read now)."""
+    _Formatter = argparse.RawDescriptionHelpFormatter
+    learners = ", ".join(sorted(Learner._registry)) or "none"
+    parser = argparse.ArgumentParser(
+        prog="stream-nb",
+        description="Online Naive Bayes over event streams: a crash-safe prequential daemon.",
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"stream-nb {stream_nb.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    # ---- run
+    run = sub.add_parser(
+        "run",
+        help="run the daemon: read events, predict, emit, learn",
+        description="Predict then learn every event (prequential), emit one JSON prediction "
+        "record per event, send bad input to a dead-letter sink, checkpoint, export metrics. "
+        "URLs: '-' (stdin/stdout), 'stderr', 'file:PATH' or PATH, 'demo:NAME?seed=S&n=N', "
+        "'kafka://HOST:PORT/TOPIC' (stream-nb[kafka]).",
+        epilog=f"learners: {learners}",
+        formatter_class=_Formatter,
+    )
+    g = run.add_argument_group("input and output")
+    _flag(g, "--source", default="-", metavar="URL", help="where events come from")
+    _flag(g, "--sink", default="-", metavar="URL", help="where prediction records go")
+    _flag(
+        g,
+        "--demo",
+        metavar="NAME",
+        help="read a seeded demo stream instead of --source (agrawal, zipf_text, "
+        "categorical, mixed)",
+    )
+    _flag(g, "--seed", type=int, default=42, help="seed of the --demo stream")
+    _flag(
+        g,
+        "--limit",
+        type=_positive_int,
+        metavar="N",
+        help="stop after N events (the length of a --demo stream)",
+    )
+    _flag(g, "--follow", switch=True, help="keep reading a growing --source file (like tail -f)")
+    _flag(
+        g,
+        "--dead-letters",
+        metavar="URL",
+        help="where rejected events go, with reason and position (default stderr; "
+        "only with --error-policy dead_letter)",
+    )
+    _flag(
+        g,
+        "--error-policy",
+        default="dead_letter",
+        choices=[p.value for p in ErrorPolicy],
+        help="what to do with a bad event",
+    )
+    _flag(g, "--batch-size", type=_positive_int, default=512, help="records per batch")
+    _add_event_flags(run)
+    _add_model_flags(run)
+    g = run.add_argument_group("predictions")
+    _flag(
+        g,
+        "--top-k",
+        type=_positive_int,
+        metavar="K",
+        help="emit the log-probabilities of the K most probable classes only",
+    )
+    _flag(
+        g,
+        "--explain",
+        switch=True,
+        help="add each feature's log-likelihood ratio, predicted class vs runner-up",
+    )
+    _flag(
+        g,
+        "--delayed-labels",
+        switch=True,
+        help="cache unlabelled events by id until a label-only event {id, y} arrives",
+    )
+    _flag(
+        g,
+        "--delayed-max-size",
+        type=_positive_int,
+        metavar="N",
+        help="most cached events (default 100000; needs --delayed-labels)",
+    )
+    _flag(
+        g,
+        "--delayed-max-age",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="evict cached events older than this (default 3600; needs --delayed-labels)",
+    )
+    _flag(
+        g,
+        "--initial-model",
+        metavar="SNAPSHOT",
+        help="start from this snapshot's model (e.g. from 'stream-nb merge') when "
+        "--checkpoint-dir holds none",
+    )
+    g = run.add_argument_group("checkpoints, metrics, reports")
+    _flag(g, "--checkpoint-dir", metavar="DIR", help="snapshot directory (restored on start)")
+    _flag(
+        g,
+        "--checkpoint-every",
+        type=_positive_int,
+        metavar="N",
+        help="checkpoint every N events (needs --checkpoint-dir)",
+    )
+    _flag(
+        g,
+        "--checkpoint-interval",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="checkpoint every SECONDS (needs --checkpoint-dir; default 60 with it)",
+    )
+    _flag(
+        g,
+        "--metrics-address",
+        metavar="HOST:PORT",
+        help="serve /metrics, /healthz, /readyz there (port 0 picks a free one)",
+    )
+    _flag(
+        g,
+        "--report-interval",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="log the prequential report every SECONDS",
+    )
+    _flag(
+        g,
+        "--report",
+        metavar="PATH",
+        help="write the final report (JSON) here instead of to stderr ('-': stdout)",
+    )
+    _add_log_flags(run)
+
+    run.set_defaults(subparser=run)
+    # ---- eval
+    ev = sub.add_parser(
+        "eval",
+        help="prequential evaluation of one or several models over a file",
+        description="Run each --model prequentially over the events of FILE (predict then "
+        "learn); print the final report as JSON, write a learning curve as CSV and a plot.",
+        epilog=f"learners: {learners}",
+        formatter_class=_Formatter,
+    )
+    _flag(ev, "--input", short="-i", metavar="FILE", help="JSON-lines events ('-' for stdin)")
+    _flag(ev, "--curve", metavar="CSV", help="learning-curve CSV to write")
+    _flag(ev, "--plot", metavar="PNG", help="learning-curve plot to write (needs stream-nb[plot])")
+    _flag(
+        ev, "--every", type=_positive_int, default=1000, help="curve point every N labelled events"
+    )
+    _flag(ev, "--limit", type=_positive_int, metavar="N", help="stop after N events")
+    _add_event_flags(ev)
+    _add_model_flags(ev, multi=True)
+    _add_log_flags(ev)
+
+    ev.set_defaults(subparser=ev)
+    # ---- inspect
+    ins = sub.add_parser(
+        "inspect",
+        help="describe a snapshot",
+        description="Print a snapshot (file, or newest valid one of a directory) as JSON: "
+        "learner, classes and counts, features, size, most informative features, positions.",
+        formatter_class=_Formatter,
+    )
+    _flag(ins, "--snapshot", metavar="PATH", help="snapshot file or checkpoint directory")
+    _flag(ins, "--top", type=_nonneg_int, default=10, help="most informative features to list")
+    _add_log_flags(ins)
+
+    ins.set_defaults(subparser=ins)
+    # ---- merge
+    mg = sub.add_parser(
+        "merge",
+        help="merge the models of several snapshots into one",
+        description="Add the statistics of every snapshot's model (same learner and "
+        "parameters) into one, written as a snapshot usable with 'run --initial-model'.",
+        formatter_class=_Formatter,
+    )
+    mg.add_argument(
+        "snapshots", nargs="+", metavar="SNAPSHOT", help="snapshot files or directories"
+    )
+    _flag(mg, "--output", short="-o", metavar="PATH", help="snapshot to write")
+    _add_log_flags(mg)
+
+    mg.set_defaults(subparser=mg)
+    # ---- demo
+    de = sub.add_parser(
+        "demo",
+        help="print a seeded demo stream as JSON lines",
+        description="Print a seeded synthetic stream of stream_nb.datasets as JSON lines.",
+        formatter_class=_Formatter,
+    )
+    _flag(
+        de,
+        "--stream",
+        default="agrawal",
+        metavar="NAME",
+        help="agrawal, zipf_text, categorical or mixed",
+    )
+    _flag(de, "--seed", type=int, default=42, help="seed")
+    _flag(de, "--n", short="-n", type=_nonneg_int, default=1000, help="number of events")
+    _flag(de, "--shape", default="flat", choices=("flat", "nested"), help="event shape")
+    _flag(de, "--label-field", default="y", help="label field")
+    _flag(de, "--features-field", default="x", help="features field of nested events")
+    _flag(
+        de,
+        "--delay-labels",
+        type=_nonneg_int,
+        default=0,
+        metavar="D",
+        help="emit events with an id and no label, and each label {id, y} D events later",
+    )
+    de.set_defaults(subparser=de)
+    return parser
+
+
+# ---------------------------------------------------------------------- helpers
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": record.created,
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        extra = getattr(record, "data", None)
+        if extra is not None:
+            out["data"] = extra
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(out, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("stream_nb")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def _learner_class(
+    parser: argparse.ArgumentParser, name: str, flag: str = "--model"
+) -> type[Learner]:
+    cls = Learner._registry.get(name)
+    if cls is None:
+        known = ", ".join(sorted(Learner._registry)) or "none"
+        parser.error(f"{flag}: unknown learner {name!r}; choose one of {known}")
+    return cls
+
+
+def _make_learner(parser: argparse.ArgumentParser, name: str, params: dict[str, Any]) -> Learner:
+    cls = _learner_class(parser, name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        parser.error(f"--params: invalid parameters for {name}: {exc}")
+    except ConfigError as exc:
+        parser.error(f"--params: {exc}")
+    raise AssertionError("unreachable")
+
+
+def _loss_matrix(
+    parser: argparse.ArgumentParser, value: Any
+) -> dict[Hashable, dict[Hashable, float]] | None:
+    if value is None:
+        return None
+    if isinstance(value, dict) and all(isinstance(r, dict) for r in value.values()):
+        return value
+    if isinstance(value, list) and all(isinstance(t, list) and len(t) == 3 for t in value):
+        out: dict[Hashable, dict[Hashable, float]] = {}
+        for predicted, true, cost in value:
+            if isinstance(predicted, (list, dict)) or isinstance(true, (list, dict)):
+                parser.error("--loss-matrix: labels must be JSON scalars")
+            out.setdefault(predicted, {})[true] = cost
+        return out
+    parser.error(
+        "--loss-matrix must be {predicted: {true: cost}} or [[predicted, true, cost], ...], "
+        f"got {str(value)[:80]!r}"
+    )
+    raise AssertionError("unreachable")
+
+
+def _decoder(args: argparse.Namespace, learner_names: Sequence[str]) -> EventDecoder:
+    return EventDecoder(
+        shape=args.shape,
+        features_field=args.features_field,
+        label_field=args.label_field,
+        id_field=args.id_field or None,
+        weight_field=args.weight_field or None,
+        max_bytes=args.max_line_bytes,
+        nonnegative=any(n in _COUNT_LEARNERS for n in learner_names),
+    )
+
+
+def _parse_address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        parser.error(f"--metrics-address must be HOST:PORT (e.g. 127.0.0.1:9108), got {text!r}")
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _emit_report(report: Any, target: str | None, default_stream: Any) -> None:
+    data = orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2, default=str)
+    if target is None:
+        stream = default_stream
+    elif target == "-":
+        stream = sys.stdout
+    else:
+        Path(target).write_bytes(data + b"\n")
+        return
+    stream.flush()
+    stream.buffer.write(data + b"\n")
+    stream.flush()
+
+
+class _Progress:
+    """A one-line progress display on stderr (only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+        self._start = time.monotonic()
+        self._shown = False
+
+    def __call__(self, engine: Engine) -> None:
+        now = time.monotonic()
+        if now - self._last < 1.0:
+            return
+        self._last = now
+        rate = engine.consumed / max(now - self._start, 1e-9)
+        accuracy = ""
+        ev = engine.evaluator
+        if ev is not None and ev.n:
+            accuracy = f"  accuracy {ev.n_correct / ev.n:.4f}"
+        rejected = sum(engine.rejected.values())
+        sys.stderr.write(
+            f"\r{engine.consumed:,} events  {rate:,.0f}/s{accuracy}  rejected {rejected:,}   "
+        )
+        sys.stderr.flush()
+        self._shown = True
+
+    def finish(self) -> None:
+        if self._shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------- commands
+def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from stream_nb.evaluation import PrequentialEvaluator
+
+    # cross-flag checks, each naming the exact flag
+    if args.demo is not None and args.source != "-":
+        parser.error("--demo and --source are mutually exclusive: --demo generates the events")
+    if args.follow and args.demo is not None:
+        parser.error("--follow needs a file --source, not --demo")
+    if args.follow and args.source == "-":
+        parser.error("--follow needs a file --source, not stdin ('-')")
+    for flag in ("checkpoint_every", "checkpoint_interval"):
+        if getattr(args, flag) is not None and args.checkpoint_dir is None:
+            parser.error(f"--{flag.replace('_', '-')} needs --checkpoint-dir")
+    for flag in ("delayed_max_size", "delayed_max_age"):
+        if getattr(args, flag) is not None and not args.delayed_labels:
+            parser.error(f"--{flag.replace('_', '-')} needs --delayed-labels")
+    if args.delayed_labels and not args.id_field:
+        parser.error("--delayed-labels needs an --id-field to match labels to events")
+    if args.error_policy != "dead_letter" and args.dead_letters is not None:
+        parser.error(f"--dead-letters has no effect with --error-policy {args.error_policy}")
+    dead_letters_url = "stderr" if args.dead_letters is None else args.dead_letters
+    if args.fading_factor is not None and not 0 < args.fading_factor <= 1:
+        parser.error(f"--fading-factor must be in (0, 1], got {args.fading_factor}")
+    params: dict[str, Any] = {}
+    if args.params is not None:
+        if not isinstance(args.params, dict):
+            parser.error(f"--params must be a JSON object, got {args.params!r}")
+        params.update(args.params)
+    for key, value in args.param or []:
+        params[key] = value
+    loss_matrix = _loss_matrix(parser, args.loss_matrix)
+    address = None if args.metrics_address is None else _parse_address(parser, args.metrics_address)
+
+    _setup_logging(args.log_level, args.log_format)
+    learner = _make_learner(parser, args.model, params)
+    decoder = _decoder(args, [args.model])
+
+    metrics = None
+    if address is not None:
+        from stream_nb.metrics import EngineMetrics
+
+        metrics = EngineMetrics()
+        metrics.set_build_info(version=stream_nb.__version__, learner=args.model)
+    options: dict[str, Any] = {
+        "max_line_bytes": args.max_line_bytes,
+        "follow": args.follow,
+        "metrics": metrics,
+        "limit": args.limit,
+        "label_field": args.label_field,
+        "features_field": args.features_field,
+    }
+    source_url = args.source
+    if args.demo is not None:
+        source_url = f"demo:{args.demo}?seed={args.seed}"
+    try:
+        evaluator = PrequentialEvaluator(
+            window=args.window, fading_factor=args.fading_factor, loss_matrix=loss_matrix
+        )
+    except ConfigError as exc:
+        parser.error(f"--loss-matrix: {exc}")
+    try:
+        source = open_source(source_url, options)
+        sink = open_sink(args.sink, options)
+        dead_letters = (
+            open_sink(dead_letters_url, options, role="dead_letters")
+            if args.error_policy == "dead_letter"
+            else None
+        )
+    except ConfigError as exc:
+        parser.error(str(exc))
+    checkpointer = None
+    checkpoint_interval = args.checkpoint_interval
+    if args.checkpoint_dir is not None:
+        checkpointer = Checkpointer(args.checkpoint_dir)
+        if args.checkpoint_every is None and checkpoint_interval is None:
+            checkpoint_interval = 60.0
+    delayed = None
+    if args.delayed_labels:
+        delayed = DelayedLabelCache(
+            max_size=args.delayed_max_size or 100_000,
+            max_age=args.delayed_max_age or 3600.0,
+        )
+    engine = Engine(
+        learner,
+        source,
+        sink,
+        dead_letters=dead_letters,
+        decoder=decoder,
+        checkpointer=checkpointer,
+        evaluator=evaluator,
+        metrics=metrics,
+        error_policy=ErrorPolicy(args.error_policy),
+        batch_size=args.batch_size,
+        checkpoint_every=args.checkpoint_every,
+        checkpoint_interval=checkpoint_interval,
+        top_k=args.top_k,
+        explain=args.explain,
+        loss_matrix=loss_matrix,
+        delayed=delayed,
+    )
+    restored = engine.restore()
+    if not restored and args.initial_model is not None:
+        body = read_snapshot(args.initial_model)
+        initial = Learner.from_state(body["learner"])
+        if type(initial) is not type(learner):
+            parser.error(
+                f"--initial-model holds a {type(initial).__name__}, not a {args.model}; "
+                f"use --model {type(initial).__name__}"
+            )
+        engine.learner = initial
+    server = None
+    if address is not None and metrics is not None:
+        from stream_nb.metrics import serve_metrics
+
+        server = serve_metrics(metrics, address[0], address[1], ready=lambda: engine.ready)
+        _log.info("metrics on %s/metrics", server.url, extra={"data": {"port": server.port}})
+
+    def _stop(signum: int, frame: Any) -> None:
+        _log.info("signal %d: finishing the batch, flushing and checkpointing", signum)
+        engine.stop()
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    progress = _Progress() if sys.stderr.isatty() else None
+    report_interval = args.report_interval
+    last_report = [time.monotonic()]
+
+    def _tick(e: Engine) -> None:
+        if progress is not None:
+            progress(e)
+        if report_interval is not None and time.monotonic() - last_report[0] >= report_interval:
+            last_report[0] = time.monotonic()
+            _log.info("report", extra={"data": _short_report(e)})
+
+    engine.set_progress(_tick)
+    _log.info(
+        "running %s from %s to %s%s",
+        args.model,
+        source_url,
+        args.sink,
+        f" (restored snapshot {engine.summary().restored_from})" if restored else "",
+    )
+    try:
+        summary = engine.run(max_events=None if args.limit is None else args.limit)
+    except InvalidEventError as exc:  # --error-policy raise
+        _log.error("%s", exc)
+        engine.sink.flush()
+        return 1
+    finally:
+        if progress is not None:
+            progress.finish()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for closable in (source, sink, dead_letters):
+            if closable is not None:
+                with contextlib.suppress(StreamNBError, OSError):
+                    closable.close()
+        if server is not None:
+            server.close()
+    out = summary.to_dict()
+    default_stream = sys.stderr if args.sink in ("-", "stdout") else sys.stdout
+    _emit_report(out, args.report, default_stream)
+    return 0
+
+
+def _short_report(engine: Engine) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "consumed": engine.consumed,
+        "learned": engine.learned,
+        "rejected": dict(engine.rejected),
+    }
+    if engine.evaluator is not None:
+        report = engine.evaluator.report(confusion=False)
+        out["cumulative"] = report["cumulative"]
+        out["window"] = report["window"]
+    return out
+
+
+def _parse_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Learner]:
+    name, sep, raw = spec.partition(":")
+    params: Any = {}
+    if sep:
+        try:
+            params = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            parser.error(f"--model {spec!r}: parameters are not valid JSON ({exc})")
+        if not isinstance(params, dict):
+            parser.error(f"--model {spec!r}: parameters must be a JSON object")
+    cls = _learner_class(parser, name)
+    try:
+        return spec, cls(**params)
+    except (TypeError, ConfigError) as exc:
+        parser.error(f"--model {spec!r}: {exc}")
+    raise AssertionError("unreachable")
+
+
+def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from stream_nb.evaluation import PrequentialEvaluator
+
+    if args.input is None:
+        parser.error("--input is required (a JSON-lines file, or '-' for stdin)")
+    specs = args.model or [DEFAULT_MODEL]
+    if len(set(specs)) != len(specs):
+        parser.error("--model: each model may be given once")
+    if not 0 < args.fading_factor <= 1:
+        parser.error(f"--fading-factor must be in (0, 1], got {args.fading_factor}")
+    loss_matrix = _loss_matrix(parser, args.loss_matrix)
+    _setup_logging(args.log_level, args.log_format)
+    models = [_parse_model_spec(parser, s) for s in specs]
+    decoder = _decoder(args, [type(m).__name__ for _, m in models])
+    evaluators = [
+        PrequentialEvaluator(
+            window=args.window, fading_factor=args.fading_factor, loss_matrix=loss_matrix
+        )
+        for _ in models
+    ]
+    decide: Callable[[dict[Hashable, float]], Hashable | None] | None = None
+    if loss_matrix is not None:
+        from stream_nb.evaluation import bayes_risk_decision
+
+        matrix = loss_matrix
+        decide = lambda lp: bayes_risk_decision(lp, matrix)  # noqa: E731
+    try:
+        source = open_source(args.input, {"max_line_bytes": args.max_line_bytes})
+    except (ConfigError, StreamNBError) as exc:
+        parser.error(f"--input: {exc}")
+    rows: list[dict[str, Any]] = []
+    rejected: dict[str, int] = {}
+    consumed = labelled = 0
+    start = time.perf_counter()
+    limit = args.limit
+    while not source.exhausted and (limit is None or consumed < limit):
+        want = 4096 if limit is None else min(4096, limit - consumed)
+        batch = source.next_batch(want, 1.0)
+        for record in batch:
+            consumed += 1
+            try:
+                x, y, _eid, w = decoder.decode(record.payload)
+            except InvalidEventError as exc:
+                if record.payload.strip():
+                    rejected[exc.reason] = rejected.get(exc.reason, 0) + 1
+                continue
+            if x is None or y is None:
+                continue
+            labelled += 1
+            for (_, model), evaluator in zip(models, evaluators, strict=True):
+                jll = model._joint_log_likelihood(x)
+                lp = stream_nb.base.log_softmax(jll)
+                if not lp:
+                    y_pred = None
+                elif decide is not None:
+                    y_pred = decide(lp)
+                else:
+                    y_pred = max(jll, key=jll.__getitem__)
+                evaluator.update(y, y_pred, lp)
+                model.learn_one(x, y, w)
+            if labelled % args.every == 0:
+                rows.extend(_curve_rows(labelled, models, evaluators))
+    if labelled % args.every:
+        rows.extend(_curve_rows(labelled, models, evaluators))
+    source.close()
+    seconds = time.perf_counter() - start
+    report = {
+        "input": args.input,
+        "events": consumed,
+        "labelled": labelled,
+        "rejected": rejected,
+        "seconds": seconds,
+        "models": {
+            spec: {"learner": repr(model), "size": model.model_size(), "report": ev.report()}
+            for (spec, model), ev in zip(models, evaluators, strict=True)
+        },
+    }
+    if args.curve is not None:
+        with open(args.curve, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(_CURVE_FIELDS))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.plot is not None:
+        _plot(parser, rows, [s for s, _ in models], args.plot)
+    _emit_report(report, "-", sys.stdout)
+    return 0
+
+
+_CURVE_FIELDS = (
+    "events",
+    "model",
+    "accuracy",
+    "window_accuracy",
+    "fading_accuracy",
+    "log_loss",
+    "window_log_loss",
+    "kappa",
+    "window_kappa",
+    "macro_f1",
+)
+
+
+def _curve_rows(
+    n: int, models: list[tuple[str, Learner]], evaluators: list[Any]
+) -> list[dict[str, Any]]:
+    rows = []
+    for (spec, _), ev in zip(models, evaluators, strict=True):
+        r = ev.report(confusion=False)
+        c, w, f = r["cumulative"], r["window"], r["fading"]
+        rows.append(
+            {
+                "events": n,
+                "model": spec,
+                "accuracy": c["accuracy"],
+                "window_accuracy": w["accuracy"],
+                "fading_accuracy": f["accuracy"],
+                "log_loss": c["log_loss"],
+                "window_log_loss": w["log_loss"],
+                "kappa": c["kappa"],
+                "window_kappa": w["kappa"],
+                "macro_f1": c["macro_f1"],
+            }
+        )
+    return rows
+
+
+def _plot(
+    parser: argparse.ArgumentParser, rows: list[dict[str, Any]], specs: list[str], path: str
+) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        parser.error("--plot needs matplotlib: pip install 'stream-nb[plot]'")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for spec in specs:
+        mine = [r for r in rows if r["model"] == spec]
+        xs = [r["events"] for r in mine]
+        top.plot(xs, [_nan(r["window_accuracy"]) for r in mine], label=spec)
+        bottom.plot(xs, [_nan(r["window_log_loss"]) for r in mine], label=spec)
+    top.set_ylabel("accuracy (window)")
+    bottom.set_ylabel("log loss (window, nats)")
+    bottom.set_xlabel("labelled events")
+    top.legend(loc="lower right")
+    top.grid(alpha=0.3)
+    bottom.grid(alpha=0.3)
+    fig.suptitle("stream-nb prequential learning curve")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _nan(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _informative_features(learner: Learner, top: int) -> list[dict[str, Any]]:
+    """Most informative (feature, value) pairs: max over class pairs of
+    ``log P(x_f = v | a) − log P(x_f = v | b)``, computed by ablation on a one-feature event."""
+    own = getattr(learner, "most_informative_features", None)
+    if callable(own):
+        return list(own(top))
+    counts = getattr(learner, "_counts", None)
+    if not isinstance(counts, dict) or top == 0:
+        return []
+    base = learner._joint_log_likelihood({})
+    out = []
+    for feature, values in counts.items():
+        if not isinstance(values, dict):
+            continue
+        for value in values:
+            if not isinstance(value, Hashable):
+                continue
+            jll = learner._joint_log_likelihood({feature: value})
+            ratios = {c: jll[c] - base[c] for c in jll if c in base}
+            if len(ratios) < 2:
+                continue
+            hi = max(ratios, key=ratios.__getitem__)
+            lo = min(ratios, key=ratios.__getitem__)
+            out.append(
+                {
+                    "feature": feature,
+                    "value": value,
+                    "favours": hi,
+                    "against": lo,
+                    "log_ratio": ratios[hi] - ratios[lo],
+                }
+            )
+    out.sort(key=lambda r: -r["log_ratio"])
+    return out[:top]
+
+
+def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.snapshot is None:
+        parser.error("--snapshot is required (a snapshot file or a checkpoint directory)")
+    _setup_logging(args.log_level, args.log_format)
+    try:
+        body = read_snapshot(args.snapshot)
+        learner = Learner.from_state(body["learner"])
+    except (CheckpointError, KeyError, StreamNBError) as exc:
+        print(f"stream-nb inspect: {exc}", file=sys.stderr)
+        return 1
+    prior = stream_nb.base.log_softmax(learner._joint_log_likelihood({}))
+    class_weight = getattr(learner, "_class_weight", None)
+    classes = []
+    for c, lp in prior.items():
+        entry: dict[str, Any] = {"label": c, "prior": math.exp(lp)}
+        if isinstance(class_weight, dict) and c in class_weight:
+            entry["count"] = class_weight[c] * learner._scale
+        classes.append(entry)
+    present = getattr(learner, "_present", None) or getattr(learner, "_counts", None)
+    out = {
+        "path": str(args.snapshot),
+        "created": body.get("created"),
+        "learner": type(learner).__name__,
+        "params": learner.get_params(),
+        "n_learned": learner.n_learned,
+        "size": learner.model_size(),
+        "classes": classes,
+        "features": sorted(present) if isinstance(present, dict) else None,
+        "most_informative_features": _informative_features(learner, args.top),
+        "source_position": body.get("source"),
+        "sink_position": body.get("sink"),
+        "counters": body.get("counters"),
+        "report": _report_of(body.get("evaluator")),
+        "snapshot_bytes": Path(args.snapshot).stat().st_size
+        if Path(args.snapshot).is_file()
+        else None,
+    }
+    _emit_report(out, "-", sys.stdout)
+    return 0
+
+
+def _report_of(state: Any) -> Any:
+    if state is None:
+        return None
+    from stream_nb.evaluation import PrequentialEvaluator
+
+    try:
+        return PrequentialEvaluator.from_state(state).report(confusion=False)
+    except StreamNBError:
+        return None
+
+
+def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.output is None:
+        parser.error("--output is required (the merged snapshot to write)")
+    _setup_logging(args.log_level, args.log_format)
+    merged: Learner | None = None
+    try:
+        for path in args.snapshots:
+            learner = Learner.from_state(read_snapshot(path)["learner"])
+            merged = learner if merged is None else merged.merge(learner)
+    except (StreamNBError, KeyError) as exc:
+        print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
+        return 1
+    assert merged is not None
+    body = {
+        "format": "stream-nb/engine",
+        "created": time.time(),
+        "learner": merged.to_state(),
+        "source": None,
+        "sink": None,
+        "dead_letters": None,
+        "evaluator": None,
+        "delayed": None,
+        "counters": None,
+        "extra": {},
+        "merged_from": [str(p) for p in args.snapshots],
+    }
+    target = Path(args.output)
+    tmp = target.with_name(f".{target.name}.tmp")
+    data = encode_snapshot(body)
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    print(
+        orjson.dumps(
+            {"output": str(target), "learner": type(merged).__name__, "n_learned": merged.n_learned}
+        ).decode()
+    )
+    return 0
+
+
+def _cmd_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from connectors.memory import DemoSource
+
+    try:
+        source = DemoSource(
+            args.stream,
+            seed=args.seed,
+            n=args.n,
+            shape=args.shape,
+            label_field=args.label_field,
+            features_field=args.features_field,
+        )
+    except ConfigError as exc:
+        parser.error(f"--stream: {exc}")
+    out = sys.stdout.buffer
+    delay = args.delay_labels
+    pending: list[bytes] = []
+    index = 0
+    try:
+        while not source.exhausted:
+            lines = []
+            for record in source.next_batch(4096, 0):
+                if delay:
+                    event = orjson.loads(record.payload)
+                    if args.shape == "flat":
+                        y = event.pop(args.label_field)
+                    else:
+                        y = event.pop(args.label_field)
+                    event["id"] = index
+                    lines.append(orjson.dumps(event))
+                    pending.append(orjson.dumps({"id": index, args.label_field: y}))
+                    if len(pending) > delay:
+                        lines.append(pending.pop(0))
+                else:
+                    lines.append(record.payload)
+                index += 1
+            if lines:
+                out.write(b"\n".join(lines) + b"\n")
+        if pending:
+            out.write(b"\n".join(pending) + b"\n")
+        out.flush()
+    except BrokenPipeError:  # e.g. '| head'
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    return 0
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "eval": _cmd_eval,
+    "inspect": _cmd_inspect,
+    "merge": _cmd_merge,
+    "demo": _cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``stream-nb`` console script; returns the exit code."""
+    try:
+        parser = build_parser()
+    except _EnvError as exc:
+        print(f"stream-nb: error: environment variable {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args.subparser, args)
+    except StreamNBError as exc:
+        _log.error("%s", exc)
+        print(f"stream-nb {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

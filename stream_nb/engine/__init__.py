@@ -1,0 +1,26 @@
+"""The streaming engine: event decoding, the prequential loop, delayed labels, checkpoints.
+
+See :mod:`stream_nb.engine.engine` for the loop and ``docs/engine.md`` for
+the design.
+"""
+
+from __future__ import annotations
+
+from stream_nb.engine.checkpoint import Checkpointer, read_snapshot
+from stream_nb.engine.delayed import DelayedLabelCache
+from stream_nb.engine.engine import Engine, ErrorPolicy, RunSummary
+from stream_nb.engine.events import REASONS, Event, EventDecoder
+from stream_nb.engine.explain import explain
+
+__all__ = [
+    "REASONS",
+    "Checkpointer",
+    "DelayedLabelCache",
+    "Engine",
+    "ErrorPolicy",
+    "Event",
+    "EventDecoder",
+    "RunSummary",
+    "explain",
+    "read_snapshot",
+]

@@ -1,0 +1,656 @@
+"""The streaming loop: decode, predict, emit, learn, dead-letter, checkpoint.
+
+Per event (prequential order)::
+
+    event = decoder.decode(payload)            # bad input -> error policy
+    jll   = learner joint log-likelihood(x)    # {} before anything was learned
+    emit  {"id" | "position", "y_pred", "y_true"?, "log_proba", "n_learned", "explain"?}
+    if labelled:   evaluator.update(y, y_pred, log_proba); learner.learn_one(x, y, w)
+    elif delayed:  cache (x, w, y_pred, log_proba) under the event's id
+
+A label-only event ``{"id": ..., "y": ...}`` (delayed labels) emits nothing:
+it scores the prediction emitted earlier and learns the cached features.
+
+Per batch (``batch_size`` records): metrics are recorded once, then a
+checkpoint is written when ``checkpoint_every`` events or
+``checkpoint_interval`` seconds have passed. A checkpoint flushes the sinks
+first, so a snapshot never refers to output that is not durable; on restore
+the sinks are truncated back to the snapshot's positions and the source seeks
+to its position, so every event is learned exactly once and, for files,
+every input line gets exactly one prediction record.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from connectors.base import Record, Sink, Source
+from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
+from stream_nb.base import Learner, log_softmax
+from stream_nb.engine.checkpoint import Checkpointer
+from stream_nb.engine.delayed import DelayedLabelCache
+from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
+from stream_nb.engine.explain import explain as explain_event
+
+__all__ = ["Engine", "ErrorPolicy", "RunSummary"]
+
+_log = logging.getLogger("stream_nb.engine")
+
+ENGINE_STATE_FORMAT = "stream-nb/engine"
+_OPT_NON_STR = orjson.OPT_NON_STR_KEYS
+#: Seconds between two model-size measurements (an O(model) walk) for metrics.
+_MODEL_SIZE_EVERY = 5.0
+
+
+class ErrorPolicy(enum.Enum):
+    """What happens to an event that cannot be used."""
+
+    RAISE = "raise"  #: stop with InvalidEventError
+    SKIP = "skip"  #: count it (per reason) and go on
+    DEAD_LETTER = "dead_letter"  #: count it and write it to the dead-letter sink
+
+
+@dataclass
+class RunSummary:
+    """What a :meth:`Engine.run` call did (counters are cumulative over restarts)."""
+
+    consumed: int
+    predictions: int
+    learned: int
+    outcomes: dict[str, int]
+    rejected: dict[str, int]
+    seconds: float
+    report: dict[str, Any] | None = None
+    restored_from: str | None = None
+    last_snapshot: str | None = None
+    delayed_pending: int = 0
+    delayed_evicted: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data view (JSON-able)."""
+        return {
+            "consumed": self.consumed,
+            "predictions": self.predictions,
+            "learned": self.learned,
+            "outcomes": dict(self.outcomes),
+            "rejected": dict(self.rejected),
+            "seconds": self.seconds,
+            "report": self.report,
+            "restored_from": self.restored_from,
+            "last_snapshot": self.last_snapshot,
+            "delayed_pending": self.delayed_pending,
+            "delayed_evicted": self.delayed_evicted,
+        }
+
+
+def _top(log_proba: dict[Hashable, float], k: int) -> dict[Hashable, float]:
+    if len(log_proba) <= k:
+        return log_proba
+    return dict(sorted(log_proba.items(), key=lambda kv: -kv[1])[:k])
+
+
+class Engine:
+    """Run a learner over a source, prequentially, with dead letters and checkpoints.
+
+    Parameters
+    ----------
+    learner
+        Any :class:`~stream_nb.base.Learner`.
+    source, sink
+        Where records come from and where prediction records go.
+    dead_letters
+        Sink for rejected events (``None``: they are only counted and logged).
+    decoder
+        Event decoder (shape, field names, size limit).
+    checkpointer
+        Snapshots; ``None`` disables checkpointing.
+    evaluator
+        A :class:`stream_nb.evaluation.PrequentialEvaluator` (or anything with
+        ``update``/``report``/``to_state``/``from_state``), or ``None``.
+    metrics
+        A :class:`stream_nb.metrics.EngineMetrics`, or ``None``.
+    error_policy
+        See :class:`ErrorPolicy`.
+    batch_size
+        Records per batch (metrics and checkpoint checks run per batch).
+    checkpoint_every, checkpoint_interval
+        Checkpoint after this many consumed records and/or seconds.
+    top_k
+        Emit only the ``k`` most probable classes' log-probabilities (``None``: all).
+    explain
+        Add per-feature contributions (see :mod:`stream_nb.engine.explain`).
+    loss_matrix
+        ``loss_matrix[i][j]`` = cost of deciding ``i`` when the truth is ``j``;
+        decisions then minimise the Bayes risk.
+    delayed
+        A :class:`DelayedLabelCache` to enable delayed labels.
+    poll_timeout
+        Seconds :meth:`Source.next_batch` may block (bounds shutdown latency).
+    latency_every
+        Measure one event in this many for the per-event latency histogram.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB
+    >>> from connectors.memory import ListSource, MemorySink
+    >>> sink = MemorySink()
+    >>> lines = [b'{"sky": "sun", "y": "play"}', b'{"sky": "sun"}', b'not json']
+    >>> engine = Engine(CategoricalNB(), ListSource(lines), sink, dead_letters=MemorySink())
+    >>> summary = engine.run()
+    >>> [r["y_pred"] for r in sink.records()]
+    [None, 'play']
+    >>> summary.rejected
+    {'invalid_json': 1}
+    """
+
+    def __init__(
+        self,
+        learner: Learner,
+        source: Source,
+        sink: Sink,
+        *,
+        dead_letters: Sink | None = None,
+        decoder: EventDecoder | None = None,
+        checkpointer: Checkpointer | None = None,
+        evaluator: Any | None = None,
+        metrics: Any | None = None,
+        error_policy: ErrorPolicy = ErrorPolicy.DEAD_LETTER,
+        batch_size: int = 512,
+        checkpoint_every: int | None = None,
+        checkpoint_interval: float | None = None,
+        top_k: int | None = None,
+        explain: bool = False,
+        loss_matrix: Mapping[Hashable, Mapping[Hashable, float]] | None = None,
+        delayed: DelayedLabelCache | None = None,
+        poll_timeout: float = 0.2,
+        latency_every: int = 64,
+    ) -> None:
+        if not isinstance(error_policy, ErrorPolicy):
+            raise ConfigError(
+                f"error_policy must be an ErrorPolicy, got {error_policy!r}; "
+                "use ErrorPolicy('dead_letter') to convert a string"
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if checkpoint_every is not None and (
+            isinstance(checkpoint_every, bool)
+            or not isinstance(checkpoint_every, int)
+            or checkpoint_every < 1
+        ):
+            raise ConfigError(
+                f"checkpoint_every must be a positive integer or None, got {checkpoint_every!r}"
+            )
+        if checkpoint_interval is not None and not checkpoint_interval > 0:
+            raise ConfigError(
+                f"checkpoint_interval must be positive seconds or None, got {checkpoint_interval!r}"
+            )
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
+        ):
+            raise ConfigError(f"top_k must be a positive integer or None, got {top_k!r}")
+        if latency_every < 1:
+            raise ConfigError(f"latency_every must be >= 1, got {latency_every!r}")
+        self.learner = learner
+        self.source = source
+        self.sink = sink
+        self.dead_letters = dead_letters
+        self.decoder = decoder if decoder is not None else EventDecoder()
+        self.checkpointer = checkpointer
+        self.evaluator = evaluator
+        self.metrics = metrics
+        self.error_policy = error_policy
+        self.batch_size = batch_size
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_interval = checkpoint_interval
+        self.top_k = top_k
+        self.explain = explain
+        self.loss_matrix = loss_matrix
+        self.delayed = delayed
+        self.poll_timeout = poll_timeout
+        self.latency_every = latency_every
+        self._decide: Callable[[dict[Hashable, float]], Hashable | None] | None = None
+        if loss_matrix is not None:
+            from stream_nb.evaluation import bayes_risk_decision
+
+            matrix = loss_matrix
+            self._decide = lambda lp: bayes_risk_decision(lp, matrix)
+        # cumulative counters (checkpointed)
+        self.consumed = 0
+        self.predictions = 0
+        self.outcomes: dict[str, int] = {}
+        self.rejected: dict[str, int] = {}
+        self._stop = False
+        self._restored_from: str | None = None
+        self._last_snapshot: str | None = None
+        self._since_checkpoint = 0
+        self._last_checkpoint_time = time.monotonic()
+        self._extra_providers: dict[str, Callable[[], Any]] = {}
+        self._extra_consumers: dict[str, Callable[[Any], None]] = {}
+        self._batch_hooks: list[Callable[[Engine], None]] = []
+        self._progress: Callable[[Engine], None] | None = None
+        self._last_size_time = 0.0
+        self._reported_evicted = 0
+        self._rejected_outcome = (
+            "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
+        )
+
+    # ------------------------------------------------------------------ hooks
+    def add_extra_state(
+        self, name: str, provider: Callable[[], Any], consumer: Callable[[Any], None]
+    ) -> None:
+        """Store ``provider()`` in every snapshot under ``extra[name]``; on restore pass it to
+        ``consumer`` (e.g. a Kafka connector's model-sync offsets). Must be JSON-able."""
+        self._extra_providers[name] = provider
+        self._extra_consumers[name] = consumer
+
+    def add_batch_hook(self, hook: Callable[[Engine], None]) -> None:
+        """Call ``hook(engine)`` after every batch, before the checkpoint check (e.g. to
+        merge model deltas from other replicas into ``engine.learner``)."""
+        self._batch_hooks.append(hook)
+
+    def set_progress(self, callback: Callable[[Engine], None] | None) -> None:
+        """Call ``callback(engine)`` after every batch (progress lines)."""
+        self._progress = callback
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to return after the current batch (safe from a signal handler)."""
+        self._stop = True
+
+    @property
+    def learned(self) -> int:
+        """Events learned by the current model (``learner.n_learned``)."""
+        return self.learner.n_learned
+
+    @property
+    def ready(self) -> bool:
+        """Readiness for ``/readyz``: the source can deliver."""
+        return bool(self.source.ready)
+
+    # ------------------------------------------------------------------ state
+    def _snapshot_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "format": ENGINE_STATE_FORMAT,
+            "created": time.time(),
+            "learner": self.learner.to_state(),
+            "source": self.source.position(),
+            "sink": self.sink.position(),
+            "dead_letters": None if self.dead_letters is None else self.dead_letters.position(),
+            "evaluator": None if self.evaluator is None else self.evaluator.to_state(),
+            "delayed": None if self.delayed is None else self.delayed.to_state(),
+            "counters": {
+                "consumed": self.consumed,
+                "predictions": self.predictions,
+                "outcomes": self.outcomes,
+                "rejected": self.rejected,
+            },
+            "extra": {name: provide() for name, provide in self._extra_providers.items()},
+        }
+        return body
+
+    def checkpoint(self) -> str:
+        """Flush the sinks, write a snapshot, then ``source.commit``; return the snapshot id.
+
+        Raises
+        ------
+        CheckpointError
+            If there is no checkpointer or the snapshot cannot be written.
+        """
+        if self.checkpointer is None:
+            raise CheckpointError("no checkpointer configured; pass checkpointer=Checkpointer(dir)")
+        start = time.perf_counter()
+        try:
+            self.sink.flush()
+            if self.dead_letters is not None:
+                self.dead_letters.flush()
+            body = self._snapshot_body()
+            snapshot_id = self.checkpointer.write(body)
+        except Exception:
+            if self.metrics is not None:
+                self.metrics.record_checkpoint(
+                    result="failure", seconds=time.perf_counter() - start
+                )
+            raise
+        self.source.commit(body["source"], snapshot_id)
+        if self.metrics is not None:
+            self.metrics.record_checkpoint(result="success", seconds=time.perf_counter() - start)
+        self._last_snapshot = snapshot_id
+        self._since_checkpoint = 0
+        self._last_checkpoint_time = time.monotonic()
+        _log.debug("checkpoint %s written", snapshot_id)
+        return snapshot_id
+
+    def restore(self) -> bool:
+        """Restore the newest valid snapshot; ``False`` when there is none.
+
+        Restores the model, evaluator, delayed-label cache, counters and extra
+        state; seeks the source (when seekable) and truncates the sinks back
+        to the snapshot's positions.
+
+        Raises
+        ------
+        CheckpointError
+            If a valid snapshot cannot be applied (e.g. another learner class).
+        """
+        if self.checkpointer is None:
+            return False
+        self.checkpointer.clean_temporary()
+        found = self.checkpointer.latest()
+        if found is None:
+            return False
+        snapshot_id, body = found
+        try:
+            learner = Learner.from_state(body["learner"])
+            if type(learner) is not type(self.learner):
+                raise CheckpointError(
+                    f"snapshot {snapshot_id} holds a {type(learner).__name__}, but the engine "
+                    f"runs a {type(self.learner).__name__}; use another --checkpoint-dir or "
+                    "the same --model"
+                )
+            evaluator = self.evaluator
+            if evaluator is not None and body.get("evaluator") is not None:
+                evaluator = type(evaluator).from_state(body["evaluator"])
+            if self.delayed is not None and body.get("delayed") is not None:
+                self.delayed.load_state(body["delayed"])
+            counters = body.get("counters") or {}
+            consumed = int(counters.get("consumed", 0))
+            predictions = int(counters.get("predictions", 0))
+            outcomes = {str(k): int(v) for k, v in (counters.get("outcomes") or {}).items()}
+            rejected = {str(k): int(v) for k, v in (counters.get("rejected") or {}).items()}
+        except CheckpointError:
+            raise
+        except Exception as exc:
+            raise CheckpointError(f"cannot apply snapshot {snapshot_id}: {exc!r}") from exc
+        self.learner = learner
+        self.evaluator = evaluator
+        self.consumed, self.predictions = consumed, predictions
+        self.outcomes, self.rejected = outcomes, rejected
+        if body.get("source") is not None and self.source.seekable:
+            self.source.seek(body["source"])
+        if body.get("sink") is not None:
+            self.sink.truncate(body["sink"])
+        if self.dead_letters is not None and body.get("dead_letters") is not None:
+            self.dead_letters.truncate(body["dead_letters"])
+        extra = body.get("extra") or {}
+        for name, consume in self._extra_consumers.items():
+            if name in extra:
+                consume(extra[name])
+        self._restored_from = snapshot_id
+        self._last_snapshot = snapshot_id
+        _log.info(
+            "restored snapshot %s: %d events learned, source at %s",
+            snapshot_id,
+            learner.n_learned,
+            body.get("source"),
+        )
+        return True
+
+    # ------------------------------------------------------------------ loop
+    def run(self, *, max_events: int | None = None) -> RunSummary:
+        """Process records until the source is exhausted, ``max_events`` records were
+        consumed in this call, or :meth:`stop` was called; then flush and checkpoint."""
+        start = time.perf_counter()
+        self._stop = False
+        source = self.source
+        if self.checkpointer is not None and self._last_snapshot is None:
+            # Snapshot 0 pins the starting positions: a crash before the next
+            # checkpoint then truncates the sinks back to where this run began.
+            self.checkpoint()
+        remaining = max_events
+        if self.metrics is not None:
+            self.metrics.record_model_size(self.learner.model_size())
+        while not self._stop:
+            want = self.batch_size if remaining is None else min(self.batch_size, remaining)
+            if want <= 0:
+                break
+            records = source.next_batch(want, self.poll_timeout)
+            if records:
+                self._process(records)
+                if remaining is not None:
+                    remaining -= len(records)
+            elif source.exhausted:
+                break
+            else:
+                self._flush_idle()
+            for hook in self._batch_hooks:
+                hook(self)
+            if self._progress is not None:
+                self._progress(self)
+            if self.checkpointer is not None and self._checkpoint_due():
+                self.checkpoint()
+        self.sink.flush()
+        if self.dead_letters is not None:
+            self.dead_letters.flush()
+        if self.checkpointer is not None and self._since_checkpoint:
+            self.checkpoint()
+        if self.metrics is not None and self.evaluator is not None:
+            self.metrics.record_evaluation(self.evaluator)
+        return self.summary(time.perf_counter() - start)
+
+    def summary(self, seconds: float = 0.0) -> RunSummary:
+        """Current counters as a :class:`RunSummary`."""
+        return RunSummary(
+            consumed=self.consumed,
+            predictions=self.predictions,
+            learned=self.learner.n_learned,
+            outcomes=dict(self.outcomes),
+            rejected=dict(self.rejected),
+            seconds=seconds,
+            report=None if self.evaluator is None else self.evaluator.report(),
+            restored_from=self._restored_from,
+            last_snapshot=self._last_snapshot,
+            delayed_pending=0 if self.delayed is None else len(self.delayed),
+            delayed_evicted=0 if self.delayed is None else self.delayed.evicted,
+        )
+
+    def _checkpoint_due(self) -> bool:
+        if self.checkpoint_every is not None and self._since_checkpoint >= self.checkpoint_every:
+            return True
+        return (
+            self.checkpoint_interval is not None
+            and self._since_checkpoint > 0
+            and time.monotonic() - self._last_checkpoint_time >= self.checkpoint_interval
+        )
+
+    def _flush_idle(self) -> None:
+        # The source is idle: make what was emitted visible downstream.
+        self.sink.flush()
+        if self.dead_letters is not None:
+            self.dead_letters.flush()
+
+    def _reject(self, record: Record, reason: str, message: str) -> None:
+        policy = self.error_policy
+        if policy is ErrorPolicy.RAISE:
+            raise InvalidEventError(
+                f"event at {record.position} rejected ({reason}): {message}", reason=reason
+            )
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        if policy is ErrorPolicy.DEAD_LETTER and self.dead_letters is not None:
+            self.dead_letters.write(
+                dead_letter_record(record.payload, record.position, reason, message)
+            )
+        if self.metrics is not None:
+            self.metrics.record_dead_letter(reason)
+
+    def _process(self, records: list[Record]) -> None:
+        learner = self.learner
+        decode = self.decoder.decode
+        write = self.sink.write
+        dumps = orjson.dumps
+        evaluator = self.evaluator
+        update = None if evaluator is None else evaluator.update
+        delayed = self.delayed
+        decide = self._decide
+        top_k = self.top_k
+        want_explain = self.explain
+        jll_of = learner._joint_log_likelihood
+        learn = learner.learn_one
+        metrics = self.metrics
+        perf = time.perf_counter
+        sample_every = self.latency_every
+        n_pred = n_only = n_learn = n_delayed = n_matched = n_unmatched = n_rejected = 0
+        n_blank = 0
+        t_decode = t_predict = t_emit = t_learn = t_evaluate = 0.0
+        sampled = 0
+        last_ts: float | None = None
+        batch_start = perf()
+        counter = self.consumed
+        for record in records:
+            counter += 1
+            timed = metrics is not None and counter % sample_every == 0
+            if timed:
+                t0 = perf()
+            payload = record.payload
+            try:
+                x, y, eid, w = decode(payload)
+            except InvalidEventError as exc:
+                if not payload.strip():
+                    n_blank += 1
+                    continue
+                n_rejected += 1
+                self._reject(record, exc.reason, str(exc))
+                continue
+            if record.timestamp is not None:
+                last_ts = record.timestamp
+            if x is None:
+                # Label-only event: score the earlier prediction and learn its features.
+                pending = None if delayed is None else delayed.pop(eid)
+                if pending is None:
+                    if delayed is None:
+                        n_rejected += 1
+                        self._reject(
+                            record,
+                            "missing_features",
+                            "label-only event but delayed labels are disabled; "
+                            "enable them with --delayed-labels",
+                        )
+                    else:
+                        n_unmatched += 1
+                    continue
+                if update is not None:
+                    update(y, pending.y_pred, pending.log_proba)
+                try:
+                    learn(pending.x, y, pending.w)
+                except (InvalidEventError, TypeError, ValueError) as exc:
+                    n_rejected += 1
+                    self._reject(record, _reason(exc, "learn_error"), str(exc))
+                    continue
+                n_matched += 1
+                continue
+            if timed:
+                t1 = perf()
+            n_before = learner.n_learned
+            try:
+                jll = jll_of(x)
+            except (InvalidEventError, TypeError, ValueError) as exc:
+                n_rejected += 1
+                self._reject(record, _reason(exc, "predict_error"), str(exc))
+                continue
+            if jll:
+                lp = log_softmax(jll)
+                y_pred = decide(lp) if decide is not None else max(jll, key=jll.__getitem__)
+            else:
+                lp = {}
+                y_pred = None
+            out: dict[str, Any] = {"id": eid} if eid is not None else {"position": record.position}
+            out["y_pred"] = y_pred
+            if y is not None:
+                out["y_true"] = y
+            out["log_proba"] = lp if top_k is None else _top(lp, top_k)
+            out["n_learned"] = n_before
+            if want_explain and jll:
+                out["explain"] = explain_event(learner, x, jll, predicted=y_pred)
+            if timed:
+                t2 = perf()
+            try:
+                line = dumps(out)
+            except TypeError:  # non-string class labels as log_proba keys
+                line = dumps(out, option=_OPT_NON_STR)
+            write(line)
+            n_pred += 1
+            if timed:
+                t3 = perf()
+            if y is not None:
+                if update is not None:
+                    update(y, y_pred, lp)
+                if timed:
+                    t_evaluate += perf() - t3
+                try:
+                    learn(x, y, w)
+                except (InvalidEventError, TypeError, ValueError) as exc:
+                    n_rejected += 1
+                    self._reject(record, _reason(exc, "learn_error"), str(exc))
+                    continue
+                n_learn += 1
+            elif delayed is not None and eid is not None:
+                delayed.put(eid, x, w, y_pred, lp)
+                n_delayed += 1
+            else:
+                n_only += 1
+            if timed:
+                t4 = perf()
+                sampled += 1
+                t_decode += t1 - t0
+                t_predict += t2 - t1
+                t_emit += t3 - t2
+                t_learn += t4 - t3  # evaluate time is subtracted below
+                metrics.record_event_latency(t4 - t0)  # type: ignore[union-attr]
+        consumed = len(records)
+        self.consumed += consumed
+        self._since_checkpoint += consumed
+        self.predictions += n_pred
+        batch_outcomes = {
+            "learned": n_learn,
+            "predicted": n_only,
+            "delayed": n_delayed,
+            "label_matched": n_matched,
+            "label_unmatched": n_unmatched,
+            self._rejected_outcome: n_rejected,
+            "blank": n_blank,
+        }
+        outcomes = self.outcomes
+        for key, value in batch_outcomes.items():
+            if value:
+                outcomes[key] = outcomes.get(key, 0) + value
+        if metrics is not None:
+            # Stage seconds are estimated from the sampled events, scaled to the batch.
+            scale = consumed / sampled if sampled else 0.0
+            metrics.record_batch(
+                consumed=consumed,
+                outcomes={k: v for k, v in batch_outcomes.items() if v},
+                predictions=n_pred,
+                seconds=perf() - batch_start,
+                stage_seconds={
+                    "decode": t_decode * scale,
+                    "predict": t_predict * scale,
+                    "emit": t_emit * scale,
+                    "evaluate": t_evaluate * scale,
+                    "learn": max(0.0, t_learn - t_evaluate) * scale,
+                },
+                last_event_timestamp=last_ts,
+            )
+            if delayed is not None:
+                evicted = delayed.evicted - self._reported_evicted
+                self._reported_evicted = delayed.evicted
+                metrics.record_delayed_label_cache(size=len(delayed), evicted=max(0, evicted))
+            if evaluator is not None:
+                metrics.record_evaluation(evaluator)
+            now = time.monotonic()
+            if now - self._last_size_time >= _MODEL_SIZE_EVERY:
+                # model_size() walks the whole model: O(model), so only now and then.
+                self._last_size_time = now
+                metrics.record_model_size(learner.model_size())
+
+
+def _reason(exc: Exception, default: str) -> str:
+    """The bounded reason code of a learner error (``default`` for TypeError/ValueError)."""
+    if isinstance(exc, InvalidEventError):
+        return exc.reason if exc.reason in REASONS else "invalid_event"
+    return default
