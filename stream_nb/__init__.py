@@ -20,6 +20,14 @@ from stream_nb._exceptions import (
 )
 from stream_nb.base import Learner
 from stream_nb.categorical import CategoricalNB
+from stream_nb.engine import (
+    Checkpointer,
+    DelayedLabelCache,
+    Engine,
+    ErrorPolicy,
+    EventDecoder,
+    RunSummary,
+)
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
 from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
@@ -34,16 +42,22 @@ __all__ = [
     "TAN",
     "CategoricalNB",
     "CheckpointError",
+    "Checkpointer",
     "ConfigError",
     "ConnectorError",
     "CorruptCheckpointError",
+    "DelayedLabelCache",
+    "Engine",
     "EngineMetrics",
+    "ErrorPolicy",
+    "EventDecoder",
     "IncompatibleModelError",
     "InvalidEventError",
     "Learner",
     "MetricsServer",
     "ModelStateError",
     "PrequentialEvaluator",
+    "RunSummary",
     "SinkError",
     "SourceError",
     "StreamNBError",
