@@ -709,6 +709,11 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         loss_matrix=loss_matrix,
         delayed=delayed,
     )
+    for connector in (source, sink, dead_letters):
+        # Connectors that need engine hooks (e.g. Kafka model sync) attach before restore.
+        attach = getattr(connector, "attach_engine", None)
+        if attach is not None:
+            attach(engine)
     restored = engine.restore()
     if not restored and args.initial_model is not None:
         body = read_snapshot(args.initial_model)

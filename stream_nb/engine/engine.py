@@ -559,7 +559,12 @@ class Engine:
             else:
                 lp = {}
                 y_pred = None
-            out: dict[str, Any] = {"id": eid} if eid is not None else {"position": record.position}
+            # The source position rides along so consumers can drop at-least-once duplicates.
+            out: dict[str, Any] = (
+                {"id": eid, "position": record.position}
+                if eid is not None
+                else {"position": record.position}
+            )
             out["y_pred"] = y_pred
             if y is not None:
                 out["y_true"] = y
@@ -573,7 +578,11 @@ class Engine:
                 line = dumps(out)
             except TypeError:  # non-string class labels as log_proba keys
                 line = dumps(out, option=_OPT_NON_STR)
-            write(line)
+            # Keyed by the source record's key, else the event id (Kafka partitioning).
+            key = record.key
+            if key is None and eid is not None:
+                key = str(eid).encode()
+            write(line, key=key)
             n_pred += 1
             if timed:
                 t3 = perf()
