@@ -117,7 +117,10 @@ _RENORMALISE_BELOW = 1e-100
 STATE_FORMAT = "stream-nb/prequential"
 STATE_VERSION = 1
 
-_VIEWS = ("cumulative", "window", "fading")
+#: ``loss_matrix[predicted][true] -> cost``. Keys are typed ``Any`` because
+#: ``Mapping`` is invariant in its key: ``dict[str, ...]`` would not be a
+#: ``Mapping[Hashable, ...]`` for mypy.
+LossMatrix = Mapping[Any, Mapping[Any, float]]
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -154,7 +157,7 @@ def _check_loss_matrix(
     return out
 
 
-def _cost(loss_matrix: Mapping[Hashable, Mapping[Hashable, float]], i: Any, j: Any) -> float:
+def _cost(loss_matrix: LossMatrix, i: Any, j: Any) -> float:
     """``λ(i, j)``; an entry missing from the matrix defaults to the 0-1 loss."""
     row = loss_matrix.get(i)
     if row is not None:
@@ -165,8 +168,8 @@ def _cost(loss_matrix: Mapping[Hashable, Mapping[Hashable, float]], i: Any, j: A
 
 
 def bayes_risk_decision(
-    log_proba: Mapping[Hashable, float],
-    loss_matrix: Mapping[Hashable, Mapping[Hashable, float]],
+    log_proba: Mapping[Any, float],
+    loss_matrix: LossMatrix,
 ) -> Hashable | None:
     """The decision of least expected cost: ``argmin_i Σ_j λ(i, j) P(j | x)``.
 
@@ -470,7 +473,7 @@ class PrequentialEvaluator:
         *,
         window: int = 1000,
         fading_factor: float = 0.999,
-        loss_matrix: Mapping[Hashable, Mapping[Hashable, float]] | None = None,
+        loss_matrix: LossMatrix | None = None,
     ) -> None:
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ConfigError(f"window must be an integer ≥ 1 (events), got {window!r}")
@@ -507,7 +510,7 @@ class PrequentialEvaluator:
         return int(self._cumulative.correct)
 
     def update(
-        self, y_true: Hashable, y_pred: Hashable | None, log_proba: Mapping[Hashable, float]
+        self, y_true: Hashable, y_pred: Hashable | None, log_proba: Mapping[Any, float]
     ) -> None:
         """Score one labelled event with the prediction made before learning it.
 

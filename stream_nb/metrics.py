@@ -155,6 +155,9 @@ _BATCH_BUCKETS = (1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1
 _CHECKPOINT_BUCKETS = (1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                        10.0, 30.0, 60.0, 120.0)  # fmt: skip
 
+#: How often the server thread checks for close(); bounds close()'s wait.
+_POLL_SECONDS = 0.05
+
 _MODEL_SIZE_KEYS = ("classes", "features", "stored_counts", "bytes")
 _KAPPAS = (("kappa", "cohen"), ("kappa_m", "m"), ("kappa_t", "temporal"))
 _NAN = math.nan
@@ -427,6 +430,15 @@ class EngineMetrics:
         for stage, value in stage_seconds.items():
             _check(stage, STAGES, "stage")
             _seconds(value, f"stage_seconds[{stage!r}]")
+        if last_event_timestamp is not None and (
+            isinstance(last_event_timestamp, bool)
+            or not isinstance(last_event_timestamp, (int, float))
+            or not math.isfinite(last_event_timestamp)
+        ):
+            raise ConfigError(
+                f"last_event_timestamp must be Unix seconds or None, got {last_event_timestamp!r}"
+            )
+        # everything validated before anything is counted: a rejected call counts nothing
         self._consumed.inc(consumed)
         for outcome, count in outcomes.items():
             if count:
@@ -440,13 +452,6 @@ class EngineMetrics:
             if consumed:
                 self._stage_hist[stage].observe(value / consumed)
         if last_event_timestamp is not None:
-            if isinstance(last_event_timestamp, bool) or not isinstance(
-                last_event_timestamp, (int, float)
-            ):
-                raise ConfigError(
-                    "last_event_timestamp must be Unix seconds or None, "
-                    f"got {last_event_timestamp!r}"
-                )
             self._last_event.set(last_event_timestamp)
         self._last_processed.set(time.time())
 
@@ -682,8 +687,10 @@ def serve_metrics(
     server.ready = ready
     server.live = live
     thread = threading.Thread(
-        target=server.serve_forever, name=f"stream-nb-metrics:{server.server_address[1]}",
+        target=server.serve_forever,
+        kwargs={"poll_interval": _POLL_SECONDS},
+        name=f"stream-nb-metrics:{server.server_address[1]}",
         daemon=True,
-    )  # fmt: skip
+    )
     thread.start()
     return MetricsServer(server, thread)
