@@ -101,7 +101,8 @@ __all__ = [
 #: ``label_matched``: a label-only event found its cached features and was
 #: learned; ``label_unmatched``: a label-only event found nothing (evicted or
 #: unknown id); ``dead_letter``: rejected to the dead-letter sink;
-#: ``skipped``: rejected and dropped (policy ``skip``).
+#: ``skipped``: rejected and dropped (policy ``skip``); ``blank``: an empty
+#: or whitespace-only line, ignored.
 OUTCOMES: tuple[str, ...] = (
     "learned",
     "predicted",
@@ -110,6 +111,7 @@ OUTCOMES: tuple[str, ...] = (
     "label_unmatched",
     "dead_letter",
     "skipped",
+    "blank",
 )
 
 #: Why an event was rejected (``stream_nb_dead_letters_total``); the
