@@ -455,3 +455,62 @@ def test_build_info_is_replaced(metrics: EngineMetrics) -> None:
         if s.name == "stream_nb_build_info"
     ]
     assert found == [{"version": "0.1.0", "learner": "GaussianNB"}]
+
+
+# ---------------------------------------------------------------------- with the real engine
+def test_dead_letter_reasons_are_the_decoders_reasons() -> None:
+    from stream_nb.engine import REASONS
+
+    assert set(REASONS) == set(DEAD_LETTER_REASONS)
+
+
+def test_engine_run_is_scraped_and_passes_promtool() -> None:
+    """The engine's own calls (outcomes, stages, reasons, sampled latency) are all
+    accepted and the scraped values are what it processed."""
+    from connectors.memory import ListSource, MemorySink
+    from stream_nb import CategoricalNB
+    from stream_nb.engine import Engine
+
+    good = [
+        {"x": {"colour": c, "size": s}, "y": y}
+        for c, s, y in [
+            ("red", "big", "apple"),
+            ("green", "small", "pear"),
+            ("red", "small", "apple"),
+        ]
+        * 20
+    ]
+    items: list[object] = [*good[:30], "{not json", "", [1, 2], {"x": {"a": 1}}, *good[30:]]
+    metrics = EngineMetrics()
+    evaluator = PrequentialEvaluator(window=10)
+    engine = Engine(
+        CategoricalNB(),
+        ListSource(items),
+        MemorySink(),
+        dead_letters=MemorySink(),
+        evaluator=evaluator,
+        metrics=metrics,
+        batch_size=16,
+        latency_every=1,
+    )
+    engine.run()
+    with serve_metrics(metrics, port=0) as server:
+        body = get(server.url + "/metrics")[2]
+    s = samples(body.decode())
+    assert s[("stream_nb_events_consumed_total", ())] == len(items)
+    assert s[("stream_nb_events_processed_total", (("outcome", "learned"),))] == len(good)
+    assert s[("stream_nb_events_processed_total", (("outcome", "predicted"),))] == 1
+    assert s[("stream_nb_events_processed_total", (("outcome", "blank"),))] == 1
+    assert s[("stream_nb_events_processed_total", (("outcome", "dead_letter"),))] == 2
+    assert s[("stream_nb_dead_letters_total", (("reason", "invalid_json"),))] == 1
+    assert s[("stream_nb_dead_letters_total", (("reason", "not_object"),))] == 1
+    assert s[("stream_nb_predictions_emitted_total", ())] == len(good) + 1
+    assert s[("stream_nb_prequential_evaluated_total", ())] == evaluator.n == len(good)
+    assert s[("stream_nb_prequential_correct_total", ())] == evaluator.n_correct
+    assert s[("stream_nb_prequential_accuracy_ratio", (("view", "cumulative"),))] == (
+        pytest.approx(evaluator.n_correct / evaluator.n)
+    )
+    assert s[("stream_nb_event_latency_seconds_count", ())] > 0
+    assert s[("stream_nb_model_classes", ())] == 2
+    result = promtool(body)
+    assert result.returncode == 0 and result.stdout == b"" and result.stderr == b"", result
