@@ -19,7 +19,9 @@ from stream_nb._exceptions import (
     StreamNBError,
 )
 from stream_nb.base import Learner
+from stream_nb.bernoulli import BernoulliNB
 from stream_nb.categorical import CategoricalNB
+from stream_nb.complement import ComplementNB
 from stream_nb.engine import (
     Checkpointer,
     DelayedLabelCache,
@@ -30,6 +32,7 @@ from stream_nb.engine import (
 )
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
 from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
+from stream_nb.multinomial import MultinomialNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
 __version__ = "0.1.0"
@@ -40,9 +43,11 @@ __all__ = [
     "LOG_LOSS_FLOOR",
     "SPODE",
     "TAN",
+    "BernoulliNB",
     "CategoricalNB",
     "CheckpointError",
     "Checkpointer",
+    "ComplementNB",
     "ConfigError",
     "ConnectorError",
     "CorruptCheckpointError",
@@ -56,6 +61,7 @@ __all__ = [
     "Learner",
     "MetricsServer",
     "ModelStateError",
+    "MultinomialNB",
     "PrequentialEvaluator",
     "RunSummary",
     "SinkError",

@@ -1,0 +1,257 @@
+"""Bernoulli Naive Bayes over binary features, without scanning the vocabulary."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from itertools import repeat
+from operator import add, mul, sub, truediv
+from typing import Any
+
+from stream_nb._exceptions import ConfigError
+from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
+from stream_nb._text import _TokenLearner, binary_on, threshold_on
+
+__all__ = ["BernoulliNB"]
+
+_log = math.log
+_log1p = math.log1p
+_fsum = math.fsum
+
+
+def _check_binarize(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(
+            f"binarize must be a finite number (the threshold: a feature is on when its "
+            f"value is > binarize) or None (values are already True/False or 1/0), got {value!r}"
+        )
+    return float(value)
+
+
+class BernoulliNB(_TokenLearner):
+    """Bernoulli Naive Bayes with Lidstone smoothing, learned one event at a time.
+
+    A feature is *on* (``b_w = 1``) when its value is ``> binarize``; absent
+    features are off. ``V`` is every feature name ever learned (on or off),
+    ``N_{y,w}`` the weight of class-``y`` events in which ``w`` was on::
+
+        p_{y,w}  = (N_{y,w} + α) / (N_y + 2α)
+        score(y) = log P(y) + Σ_{w∈V} [b_w log p_{y,w} + (1 − b_w) log(1 − p_{y,w})]
+
+    with ``log P(y) = log((N_y + α) / (N + Kα))`` as in :class:`CategoricalNB`.
+    Features of ``x`` never learned are not in ``V`` and contribute nothing.
+
+    How a prediction avoids the vocabulary: the score is split as ::
+
+        Σ_{w∈V} log(1 − p_{y,w})  +  Σ_{w on in x} log(p_{y,w} / (1 − p_{y,w}))
+
+    The second sum costs O(features in x × classes). The first one, ``A_y``,
+    is kept per class. Words never on in class ``y`` share one term,
+    ``(V − |S_y|) · log((N_y + α) / (N_y + 2α))``, O(1). The others depend
+    on ``N_y`` (which changes with every class-``y`` event) and on their own
+    count ``c`` only, so they are grouped by count: a histogram
+    ``m_y[c]`` = number of words with ``N_{y,w} = c``, updated in
+    O(features in x) per learned event, and
+    ``Σ_c m_y[c] · log((N_y − c + α) / (N_y + 2α))`` is recomputed exactly
+    (``math.fsum``, so it never drifts) for a class whose statistics changed
+    since the last prediction.
+
+    Cost, honestly: that recomputation is O(D_y), the number of *distinct*
+    counts in class ``y`` — not the vocabulary. With unit weights counts are
+    integers, so ``D_y ≤ min(|S_y|, N_y)`` and for text it grows like the
+    square root of the data (a few hundred on a 20,000-word Zipf stream),
+    and only the class just learned needs it, so a prequential step costs
+    O(features in x × classes + D_y). No exact O(1) update exists: after a
+    class-``y`` event every word that was off in it changes its term. With
+    arbitrary real weights, or with ``half_life`` (raw counts are then all
+    distinct and α changes in raw units every event, so *every* class is
+    recomputed), ``D_y`` becomes the number of words ever on in class ``y``:
+    O(stored counts) per prediction after a learn.
+
+    Parameters
+    ----------
+    alpha
+        Smoothing constant α > 0 (1 is Laplace).
+    binarize
+        Threshold: a value ``> binarize`` is on. ``None`` means values are
+        already binary: ``True``/``1`` is on, ``False``/``0`` off, anything
+        else is rejected.
+    fit_prior
+        Learn class priors; ``False`` gives the uniform prior ``1/K``.
+    class_prior
+        Fixed priors by label (ratios matter). Seen classes missing from it are
+        not scored.
+    half_life
+        Optional forgetting, see :class:`stream_nb.base.Learner`.
+
+    Raises
+    ------
+    InvalidEventError
+        When a value cannot be compared with ``binarize`` or is NaN
+        (``reason="non_numeric"``), or with ``binarize=None`` is not 0/1
+        (``"non_binary"``); the model is left unchanged.
+
+    Examples
+    --------
+    >>> from stream_nb import BernoulliNB
+    >>> model = BernoulliNB()
+    >>> model.learn_one({"chinese": 2, "beijing": 1}, "china")
+    >>> model.learn_one({"chinese": 1, "macao": 1}, "china")
+    >>> model.learn_one({"tokyo": 1, "japan": 1, "chinese": 1}, "japan")
+    >>> model.predict_one({"chinese": 3, "tokyo": 1, "japan": 1})
+    'japan'
+    >>> round(model.predict_proba_one({"chinese": 1})["china"], 4)
+    0.8277
+    """
+
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        binarize: float | None = 0.0,
+        fit_prior: bool = True,
+        class_prior: Mapping[Hashable, float] | None = None,
+        *,
+        half_life: float | None = None,
+    ) -> None:
+        super().__init__(half_life=half_life)
+        self.alpha = check_alpha(alpha)
+        self.binarize = _check_binarize(binarize)
+        self.fit_prior = check_bool(fit_prior, "fit_prior")
+        self.class_prior = check_class_prior(class_prior)
+        # By class index: histogram count -> number of words with that N_{y,w} > 0,
+        # |S_y| (words with a positive count), cached aggregate or None when stale.
+        self._hist: list[dict[float, int]] = []
+        self._on_words: list[int] = []
+        self._agg: list[float | None] = []
+        self._agg_alpha = self.alpha  # α (raw units) the cached aggregates are for
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "binarize": self.binarize,
+            "fit_prior": self.fit_prior,
+            "class_prior": self.class_prior,
+        }
+
+    def _on(self, x: Mapping[str, Any]) -> list[str]:
+        threshold = self.binarize
+        return binary_on(x) if threshold is None else threshold_on(x, threshold)
+
+    # ------------------------------------------------------------------ learning
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        on = self._on(x)  # validates before anything changes
+        k = self._add_weight(y, w)
+        if k == len(self._hist):
+            self._hist.append({})
+            self._on_words.append(0)
+            self._agg.append(None)
+        counts = self._counts
+        for feature in x:
+            if feature not in counts:
+                counts[feature] = []
+        hist = self._hist[k]
+        new_words = 0
+        for feature in on:
+            row = counts[feature]
+            if len(row) <= k:
+                row.extend([0.0] * (k + 1 - len(row)))
+            old = row[k]
+            new = row[k] = old + w
+            if old:
+                m = hist[old] - 1
+                if m:
+                    hist[old] = m
+                else:
+                    del hist[old]
+            else:
+                new_words += 1
+            hist[new] = hist.get(new, 0) + 1
+        self._on_words[k] += new_words
+        self._agg[k] = None
+
+    # ------------------------------------------------------------------ aggregates
+    def _aggregate(self, k: int, n_y: float, alpha: float) -> float:
+        """``Σ_{w: N_{y,w}>0} log(1 − p_{y,w})`` for class index ``k``, exactly."""
+        hist = self._hist[k]
+        # Σ_c m_c · log((N_y − c + α) / (N_y + 2α)), the loop in C (map chain);
+        # N_y − c first, then + α, so a tiny α is not lost when c ≈ N_y.
+        value = _fsum(
+            map(
+                mul,
+                hist.values(),
+                map(
+                    _log,
+                    map(
+                        truediv,
+                        map(add, map(sub, repeat(n_y), hist), repeat(alpha)),
+                        repeat(n_y + 2.0 * alpha),
+                    ),
+                ),
+            )
+        )
+        self._agg[k] = value
+        return value
+
+    def _rebuild(self) -> None:
+        n_classes = len(self._class_weight)
+        hist: list[dict[float, int]] = [{} for _ in range(n_classes)]
+        for row in self._counts.values():
+            for k, c in enumerate(row):
+                if c:
+                    h = hist[k]
+                    h[c] = h.get(c, 0) + 1
+        self._hist = hist
+        self._on_words = [sum(h.values()) for h in hist]
+        self._agg = [None] * n_classes
+
+    # ------------------------------------------------------------------ prediction
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        class_weight = self._class_weight
+        if not class_weight:
+            return {}
+        on = self._on(x)
+        alpha = self.alpha / self._scale  # α in raw units, see Learner
+        if alpha != self._agg_alpha:  # forgetting: every aggregate is stale
+            self._agg = [None] * len(self._agg)
+            self._agg_alpha = alpha
+        prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
+        n_y = list(class_weight.values())
+        # Per on-word w and class with N_{y,w} = c > 0:
+        #   log(p/(1−p)) − log(α/(N_y+α)) = log((c+α)/α · (N_y+α)/(N_y−c+α));
+        # classes with c = 0 get log(α/(N_y+α)) from the n_on term below.
+        ratio = [(n + alpha) / alpha for n in n_y]
+        acc = [0.0] * len(n_y)
+        n_on = 0
+        counts = self._counts
+        log = _log
+        for feature in on:
+            row = counts.get(feature)
+            if row is not None:
+                n_on += 1
+                for k, c in enumerate(row):
+                    if c:
+                        acc[k] += log((c + alpha) * ratio[k] / (n_y[k] - c + alpha))
+        vocabulary = len(counts)
+        on_words = self._on_words
+        agg = self._agg
+        index = self._index
+        log1p = _log1p
+        out = {}
+        for y, p in prior.items():
+            k = index[y]
+            n = n_y[k]
+            a = agg[k]
+            if a is None:
+                a = self._aggregate(k, n, alpha)
+            shifted = n + alpha
+            # words never on in class y: log(1 − p) = log((N_y+α)/(N_y+2α)) = −log1p(α/(N_y+α))
+            out[y] = (
+                p
+                + a
+                - (vocabulary - on_words[k]) * log1p(alpha / shifted)
+                + n_on * log(alpha / shifted)
+                + acc[k]
+            )
+        return out
