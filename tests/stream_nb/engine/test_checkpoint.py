@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import orjson
-
 import pytest
 
 from stream_nb import CheckpointError, ConfigError, CorruptCheckpointError
