@@ -259,7 +259,7 @@ class StdinSource(_LineSource):
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, fd: int | None = None) -> None:
         super().__init__(
-            sys.stdin.fileno() if fd is None else fd,
+            0 if fd is None else fd,  # the process's standard input descriptor
             max_line_bytes=max_line_bytes,
             follow=False,
             name="stdin",
