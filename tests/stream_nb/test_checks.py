@@ -24,16 +24,8 @@ N_EVENTS = 120
 HALF_LIFE = 20.0
 
 
-_STRUCTURE = (
-    "the tree is rebuilt from pair counts on a schedule (rebuild_every); a model merged "
-    "from chunks keeps conditional tables only where both models chose the same parents, "
-    "so it equals one pass only in its pair counts, not in its predictions"
-)
 #: Learner class name -> check -> why the check does not apply to it.
-EXEMPT: dict[str, dict[str, str]] = {
-    "TAN": {"merge_union": _STRUCTURE, "chunked_learning": _STRUCTURE},
-    "KDB": {"merge_union": _STRUCTURE, "chunked_learning": _STRUCTURE},
-}
+EXEMPT: dict[str, dict[str, str]] = {}
 
 _DECAY_ORDER = (
     "with forgetting, learning A then B decays A's events by B's weight, while A's own "
