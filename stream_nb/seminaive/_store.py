@@ -28,7 +28,7 @@ from typing import Any
 from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.categorical import CategoricalNB
 
-__all__ = ["OTHER", "PairStore"]
+__all__ = ["OTHER", "PairStore", "chi2_quantile"]
 
 #: Key of the "other" bucket of a feature whose distinct values reached
 #: ``max_values_per_feature``. ``None`` is never a real value (it means
@@ -251,13 +251,25 @@ class PairStore:
             out[f] = mi / total if total > 0 else 0.0
         return out
 
-    def conditional_mutual_information(self) -> dict[tuple[Hashable, Hashable], float]:
+    def conditional_mutual_information(
+        self, scale: float = 1.0, z: float | None = None
+    ) -> dict[tuple[Hashable, Hashable], float]:
         """``I(X_i; X_j | Y)`` for every pair seen together, keyed ``(i, j)`` in learning order.
 
         ``Σ N(y, x_i, x_j)/N · log(N(y, x_i, x_j) N_ij(y) / (N(y, x_i, j) N(y, i, x_j)))``
         with the marginals taken over the events where both are present
         (maximum likelihood, Friedman, Geiger & Goldszmidt 1997). Cost: one pass
         over the stored pair counts, O(pairs × values² × classes).
+
+        Parameters
+        ----------
+        scale
+            The learner's global scale (raw × scale = true weight), for the test below.
+        z
+            If given, pairs whose G statistic ``2 Σ n log(…)`` (true weights) is
+            below the upper ``z``-σ quantile of χ² with
+            ``df = K (S_i − 1)(S_j − 1)`` (Wilson–Hilferty approximation) are
+            left out: their dependence is indistinguishable from sampling noise.
         """
         order: dict[Any, int] = {f: k for k, f in enumerate(self.nb._counts)}
         # (i, j) -> list of the nodes of every v_i
@@ -269,20 +281,43 @@ class PairStore:
                     tables.setdefault((i, j), []).append(node)
         total = self.nb._total_weight
         out: dict[tuple[Hashable, Hashable], float] = {}
+        if total <= 0:
+            return out
         for key, nodes in tables.items():
             t_y: dict[Hashable, float] = {}
             col: dict[tuple[Hashable, Hashable], float] = {}
+            vjs: set[Hashable] = set()
             for ctx, values in nodes:
                 for y, n in ctx.items():
                     t_y[y] = t_y.get(y, 0.0) + n
                 for vj, vc in values.items():
+                    vjs.add(vj)
                     for y, n in vc.items():
                         col[(vj, y)] = col.get((vj, y), 0.0) + n
-            cmi = 0.0
+            g = 0.0
             for ctx, values in nodes:
                 for vj, vc in values.items():
                     for y, n in vc.items():
                         if n > 0.0:
-                            cmi += n * _log(n * t_y[y] / (ctx[y] * col[(vj, y)]))
-            out[key] = cmi / total if total > 0 else 0.0
+                            g += n * _log(n * t_y[y] / (ctx[y] * col[(vj, y)]))
+            if z is not None:
+                df = len(t_y) * (len(nodes) - 1) * (len(vjs) - 1)
+                if df == 0 or 2.0 * g * scale <= chi2_quantile(df, z):
+                    continue
+            out[key] = g / total
         return out
+
+
+def chi2_quantile(df: int, z: float) -> float:
+    """Upper quantile of χ² with ``df`` degrees of freedom at ``z`` standard deviations.
+
+    Wilson & Hilferty (1931): ``(χ²/df)^(1/3)`` is close to normal with mean
+    ``1 − 2/(9 df)`` and variance ``2/(9 df)``.
+
+    Examples
+    --------
+    >>> round(chi2_quantile(10, 3.09), 1)  # exact 0.999 quantile: 29.59
+    29.8
+    """
+    c = 2.0 / (9.0 * df)
+    return df * (1.0 - c + z * math.sqrt(c)) ** 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from stream_nb.seminaive._base import _Dependence, canonical, check_int
+from stream_nb.seminaive._base import SIGNIFICANCE_Z, _Dependence, canonical, check_int
 
 __all__ = ["KDB"]
 
@@ -15,9 +15,11 @@ class KDB(_Dependence):
 
     On every rebuild (same schedule as :class:`~stream_nb.TAN`) features are
     ranked by ``I(X_i; Y)`` (ties: by name); each feature takes as
-    parents up to ``k`` higher-ranked features with the largest positive
-    ``I(X_i; X_j | Y)``, best first. Cost of a rebuild: one pass over the
-    pair counts plus ``O(d² log d)``.
+    parents up to ``k`` higher-ranked features with the largest
+    ``I(X_i; X_j | Y)``, best first, among those whose dependence is
+    significant (G test at p ≈ 0.001, see
+    :meth:`~stream_nb.seminaive._store.PairStore.conditional_mutual_information`).
+    Cost of a rebuild: one pass over the pair counts plus ``O(d² log d)``.
 
     With ``k = 1`` every term uses the pair store (all history). For a
     feature with two or more parents the term uses sparse *family* counts
@@ -88,7 +90,7 @@ class KDB(_Dependence):
         store = self._store
         features = list(store.nb._counts)
         mi = store.class_mutual_information()
-        cmi = store.conditional_mutual_information()
+        cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
         order = {f: n for n, f in enumerate(features)}
         ranked = sorted(features, key=lambda f: (-mi[f], canonical(f)))
         parents: dict[Hashable, tuple[Hashable, ...]] = {}

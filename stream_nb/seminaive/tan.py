@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from stream_nb.seminaive._base import _Dependence, canonical
+from stream_nb.seminaive._base import SIGNIFICANCE_Z, _Dependence, canonical
 
 __all__ = ["TAN"]
 
@@ -19,8 +19,10 @@ class TAN(_Dependence):
     features seen together (see
     :meth:`~stream_nb.seminaive._store.PairStore.conditional_mutual_information`)
     weights a complete graph whose maximum weighted spanning tree (Prim's
-    algorithm, rooted at the feature with the largest ``I(X_i; Y)``; pairs with zero
-    information are not joined) gives each feature at most one parent.
+    algorithm, rooted at the feature with the largest ``I(X_i; Y)``) gives each
+    feature at most one parent. Pairs whose dependence is not significant (G
+    test at p ≈ 0.001) are not joined, so the tree may be a forest and TAN on
+    conditionally independent features is Naive Bayes.
     Cost of a rebuild: one pass over the stored pair counts,
     ``O(P · S² · K)`` for ``P`` stored feature pairs with ``S`` values and
     ``K`` classes, plus ``O(d²)`` for the tree; between rebuilds learning
@@ -88,7 +90,7 @@ class TAN(_Dependence):
         # root: most informative feature; ties and Prim's ties by name, never learning order
         mi = store.class_mutual_information()
         features = sorted(store.nb._counts, key=lambda f: (-mi[f], canonical(f)))
-        cmi = store.conditional_mutual_information()
+        cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
         order: dict[Any, int] = {f: k for k, f in enumerate(store.nb._counts)}
 
         def weight(a: Hashable, b: Hashable) -> float:
