@@ -168,17 +168,18 @@ class Discretiser:
         IncompatibleModelError
             If a feature is frozen on both sides with different cut points.
         """
-        for feature, edges in other.edges.items():
+        for feature, edges in other.edges.items():  # validate everything before changing
             mine = self.edges.get(feature)
-            if mine is None:
-                self.edges[feature] = list(edges)
-                self.samples.pop(feature, None)
-            elif mine != edges:
+            if mine is not None and mine != edges:
                 raise IncompatibleModelError(
                     f"cannot merge: numeric feature {feature!r} has bins {mine} here and "
                     f"{edges} in the other model; fix them on every shard with "
                     "bin_edges={feature: [...]}"
                 )
+        for feature, edges in other.edges.items():
+            if feature not in self.edges:
+                self.edges[feature] = list(edges)
+                self.samples.pop(feature, None)
         for feature, sample in other.samples.items():
             if feature in self.edges:
                 continue

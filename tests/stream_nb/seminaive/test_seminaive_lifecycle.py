@@ -1,0 +1,297 @@
+"""Bounded memory, merge, state, forgetting, discretisation and validation of the semi-naive learners."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import uuid
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import pytest
+from _bn import bn_stream
+
+from stream_nb import (
+    AODE,
+    KDB,
+    SPODE,
+    TAN,
+    ConfigError,
+    IncompatibleModelError,
+    InvalidEventError,
+    Learner,
+    ModelStateError,
+)
+from stream_nb.seminaive import Discretiser
+from stream_nb.seminaive.discretise import equal_frequency_edges
+
+FACTORIES: dict[str, Callable[..., Learner]] = {
+    "SPODE": lambda **kw: SPODE("x1", **kw),
+    "AODE": AODE,
+    "TAN": lambda **kw: TAN(rebuild_every=50, **kw),
+    "KDB1": lambda **kw: KDB(k=1, rebuild_every=50, **kw),
+    "KDB2": lambda **kw: KDB(k=2, rebuild_every=50, **kw),
+}
+
+
+def mixed_events(seed: int, n: int) -> list[tuple[dict[str, Any], Hashable]]:
+    """Tree-BN categorical features plus a numeric one and a flag."""
+    rng = random.Random(seed)
+    out = []
+    for x, y in bn_stream(seed, n):
+        x = dict(x)
+        x["t"] = rng.gauss(float(y), 1.0)
+        x["flag"] = rng.random() < 0.3 + 0.2 * y
+        out.append((x, y))
+    return out
+
+
+def assert_same(a: Learner, b: Learner, xs: list[dict[str, Any]], tol: float = 1e-9) -> None:
+    for x in xs:
+        pa, pb = a.predict_log_proba_one(x), b.predict_log_proba_one(x)
+        assert pa.keys() == pb.keys()
+        for c in pa:
+            assert abs(pa[c] - pb[c]) <= tol * max(1.0, abs(pb[c])), (x, c, pa, pb)
+
+
+# ---------------------------------------------------------------- bounded memory
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_uuid_feature_keeps_model_size_bounded_by_the_cap(name: str) -> None:
+    cap = 20
+    model = FACTORIES[name](max_values_per_feature=cap)
+    unbounded = FACTORIES[name](max_values_per_feature=None)
+    rng = random.Random(0)
+    sizes = []
+    for t, (x, y) in enumerate(bn_stream(seed=1, n=1500)):
+        event = {**x, "id": str(uuid.UUID(int=rng.getrandbits(128)))}
+        model.learn_one(event, y)
+        unbounded.learn_one(event, y)
+        if t in (500, 1499):
+            sizes.append(model.model_size())
+    # bound from the cap: K classes, d features, at most cap + 1 values each
+    k, d, s = 3, 7, cap + 1
+    single = k + 1 + d * k + d * s * k + d + d * s
+    pairs = d * s * (d - 1) * (k + s * k)
+    families = d * s**2 * (k + s * k)
+    assert sizes[1]["stored_counts"] <= single + pairs + families
+    assert sizes[1]["stored_counts"] < 1.01 * sizes[0]["stored_counts"]  # flat past the cap
+    assert unbounded.model_size()["stored_counts"] > 5 * sizes[1]["stored_counts"]
+    assert sizes[1]["bytes"] == sizes[1]["stored_counts"] * Learner._BYTES_PER_NUMBER
+    store = model._store  # type: ignore[attr-defined]
+    assert len(store.nb._counts["id"]) == cap + 1  # cap values + the "other" bucket
+    assert None in store.nb._counts["id"]
+
+
+def test_unseen_value_of_a_full_feature_scores_as_other() -> None:
+    model = AODE(max_values_per_feature=2)
+    for i in range(30):
+        model.learn_one({"id": f"u{i}", "a": "p" if i % 2 else "q"}, i % 2)
+    via_other = model.predict_log_proba_one({"id": "never-seen", "a": "p"})
+    via_other2 = model.predict_log_proba_one({"id": "u29", "a": "p"})  # also past the cap
+    assert via_other == via_other2
+    unbounded = AODE(max_values_per_feature=None)
+    unbounded.learn_one({"id": "x"}, 0)
+    unbounded.learn_one({"id": "y"}, 1)
+    assert len(unbounded._store.nb._counts["id"]) == 2
+
+
+# ---------------------------------------------------------------- merge
+@pytest.mark.parametrize("name", ["SPODE", "AODE"])
+def test_merge_equals_one_pass(name: str) -> None:
+    events = mixed_events(seed=2, n=400)
+    one = FACTORIES[name](warmup=50)
+    a, b = FACTORIES[name](warmup=50), FACTORIES[name](warmup=50)
+    for x, y in events:
+        one.learn_one(x, y)
+    for x, y in events[:200]:
+        a.learn_one(x, y)
+    for x, y in events[200:]:
+        b.learn_one(x, y)
+    xs = [x for x, _ in events[::20]]
+    with pytest.raises(IncompatibleModelError, match="numeric feature 't' has bins"):
+        a.merge(b)  # both discretisers froze on different samples: need equal edges
+    edges = {"t": [-1.0, 0.0, 1.0, 2.0, 3.0]}
+    one, a, b = (FACTORIES[name](bin_edges=edges) for _ in range(3))
+    for x, y in events:
+        one.learn_one(x, y)
+    for x, y in events[:200]:
+        a.learn_one(x, y)
+    for x, y in events[200:]:
+        b.learn_one(x, y)
+    assert_same(a.merge(b), one, xs)
+
+
+def test_merge_rejects_different_frozen_bins() -> None:
+    a, b = AODE(warmup=10), AODE(warmup=10)
+    for i in range(20):
+        a.learn_one({"t": float(i)}, i % 2)
+        b.learn_one({"t": float(100 + i)}, i % 2)
+    with pytest.raises(IncompatibleModelError, match=r"numeric feature 't' has bins .* bin_edges="):
+        a.merge(b)
+
+
+def test_merge_of_warm_up_samples_freezes_the_union() -> None:
+    a, b = AODE(warmup=10), AODE(warmup=10)
+    for i in range(6):
+        a.learn_one({"t": float(i)}, 0)
+        b.learn_one({"t": float(10 + i)}, 1)
+    a.merge(b)
+    assert a._disc.edges["t"] == equal_frequency_edges([0, 1, 2, 3, 4, 5, 10, 11, 12, 13], 10)
+    assert "t" not in a._disc.samples
+
+
+def test_merge_past_the_cap_moves_counts_to_other() -> None:
+    a, b = AODE(max_values_per_feature=2), AODE(max_values_per_feature=2)
+    a.learn_one({"id": "a1", "c": "x"}, 0)
+    a.learn_one({"id": "a2", "c": "y"}, 1)
+    b.learn_one({"id": "b1", "c": "x"}, 0)
+    b.learn_one({"id": "b2", "c": "x"}, 1)
+    a.merge(b)
+    counts = a._store.nb._counts["id"]
+    assert set(counts) == {"a1", "a2", None}
+    assert counts[None] == {0: 1.0, 1: 1.0}
+    assert a._store.pairs[("c", "x")]["id"][1][None] == {0: 1.0, 1: 1.0}
+
+
+@pytest.mark.parametrize("name", ["TAN", "KDB1"])
+def test_structure_merge_equals_one_pass_after_a_rebuild(name: str) -> None:
+    events = list(bn_stream(seed=6, n=600))
+    one, a, b = (FACTORIES[name]() for _ in range(3))
+    for x, y in events:
+        one.learn_one(x, y)
+    for x, y in events[:300]:
+        a.learn_one(x, y)
+    for x, y in events[300:]:
+        b.learn_one(x, y)
+    a.merge(b)  # rebuilt from the merged counts
+    one.rebuild()
+    assert a.parents == one.parents  # type: ignore[attr-defined]
+    assert_same(a, one, [x for x, _ in events[::10]])
+
+
+def test_kdb_family_counts_merge_only_for_equal_parents() -> None:
+    events = list(bn_stream(seed=7, n=400))
+    a, b = KDB(k=2, rebuild_every=1000), KDB(k=2, rebuild_every=1000)
+    for x, y in events:
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    before = a.model_size()["stored_counts"]
+    a.merge(b)
+    assert a.parents == b.parents
+    assert a.model_size()["stored_counts"] == before  # same keys, doubled weights
+    fam = next(f for f in a._families.values() if f)
+    node = next(iter(fam.values()))
+    other = b._families[next(j for j in a._families if a._families[j] is fam)]
+    assert node[0] == {y: 2 * w for y, w in other[next(iter(fam))][0].items()}
+
+
+# ---------------------------------------------------------------- state
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_state_round_trip_keeps_discretiser_and_structure(name: str) -> None:
+    events = mixed_events(seed=3, n=300)
+    model = FACTORIES[name](warmup=40, half_life=100.0)
+    for x, y in events[:200]:
+        model.learn_one(x, y)
+    state = json.loads(json.dumps(model.to_state()))
+    copy = Learner.from_state(state)
+    assert copy._disc.edges == model._disc.edges  # type: ignore[attr-defined]
+    if isinstance(model, (TAN, KDB)):
+        assert copy.parents == model.parents  # type: ignore[attr-defined]
+        assert any(model.parents.values())
+    for x, y in events[200:]:
+        model.learn_one(x, y)
+        copy.learn_one(x, y)
+    assert_same(copy, model, [x for x, _ in events[::7]], tol=0.0)
+    assert json.dumps(copy.to_state()) == json.dumps(model.to_state())
+
+
+def test_malformed_state_is_rejected() -> None:
+    model = TAN()
+    for x, y in bn_stream(seed=1, n=40):
+        model.learn_one(x, y)
+    state = model.to_state()
+    state["stats"]["families"] = [["x1", []]]
+    with pytest.raises(ModelStateError, match="families must exist exactly"):
+        Learner.from_state(state)
+    state = model.to_state()
+    state["stats"]["discretiser"]["edges"] = [["t", ["a"]]]
+    with pytest.raises(ModelStateError, match="finite numbers"):
+        Learner.from_state(state)
+
+
+# ---------------------------------------------------------------- forgetting
+def test_forgetting_survives_renormalisation() -> None:
+    """half_life=1 drives the scale below 1e-150 (renormalised); old events vanish."""
+    events = list(bn_stream(seed=8, n=700))
+    model = AODE(half_life=1.0)
+    for x, y in events:
+        model.learn_one(x, y)
+    assert model._scale > 1e-150
+    recent = AODE()
+    # weights of everything older than ~120 events are below 2^-120 relative
+    for i, (x, y) in enumerate(events[-120:]):
+        recent.learn_one(x, y, 0.5 ** (119 - i))
+    assert_same(model, recent, [x for x, _ in events[-30:]], tol=1e-6)
+
+
+# ---------------------------------------------------------------- discretiser
+def test_discretiser_warm_up_then_frozen_bins() -> None:
+    d = Discretiser(n_bins=4, warmup=8)
+    assert [d.learn_value("t", float(v)) for v in range(8)] == [None] * 8
+    assert d.edges["t"] == [1.5, 3.5, 5.5]
+    assert [d.learn_value("t", v) for v in (-5.0, 1.5, 2.0, 100.0)] == [0, 1, 1, 3]
+    assert d.bin_value("unknown", 1.0) is None
+    assert equal_frequency_edges([1, 1, 1, 1, 2], 4) == [1.5]
+    assert equal_frequency_edges([5.0] * 10, 3) == []
+
+
+def test_numeric_features_are_missing_during_warm_up_and_binned_after() -> None:
+    model = AODE(warmup=5, n_bins=2)
+    for i in range(5):
+        model.learn_one({"t": float(i), "c": "a"}, i % 2)
+    assert "t" not in model._store.nb._counts  # warm-up values: missing
+    model.learn_one({"t": 10.0, "c": "a"}, 0)
+    assert model._store.nb._counts["t"] == {1: {0: 1.0}}
+    fixed = AODE(bin_edges={"t": [2.5]})
+    for i in range(5):
+        fixed.learn_one({"t": float(i), "c": "a"}, i % 2)
+    assert set(fixed._store.nb._counts["t"]) == {0, 1}
+
+
+def test_schema_overrides_types() -> None:
+    model = AODE(schema={"code": "categorical", "n": "numeric"}, warmup=1)
+    model.learn_one({"code": 7, "n": 3}, "y")
+    assert model._store.nb._counts["code"] == {7: {"y": 1.0}}
+    with pytest.raises(InvalidEventError, match="feature 'n' is numeric in the schema"):
+        model.learn_one({"n": "three"}, "y")
+    assert model.predict_proba_one({"n": float("nan"), "code": None}) == {"y": 1.0}
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: AODE(alpha=0), "alpha must be positive"),
+        (lambda: AODE(min_parent_count=-1), "min_parent_count must be non-negative"),
+        (lambda: AODE(max_values_per_feature=0), "max_values_per_feature must be an integer >= 1"),
+        (lambda: AODE(n_bins=1), "n_bins must be an integer >= 2"),
+        (lambda: AODE(warmup=True), "warmup must be an integer >= 1"),
+        (lambda: AODE(bin_edges={"t": [2, 1]}), r"bin_edges\['t'\] must be strictly increasing"),
+        (lambda: AODE(bin_edges={"t": [math.inf]}), "use finite numbers"),
+        (lambda: AODE(bin_edges=[1.0]), "bin_edges must be a mapping"),
+        (lambda: AODE(schema={"a": "text"}), r"schema\['a'\] must be 'categorical' or 'numeric'"),
+        (lambda: SPODE(parent=["a"]), "parent must be a feature name"),
+        (lambda: TAN(rebuild_every=0), "rebuild_every must be an integer >= 1"),
+        (lambda: KDB(k=0), "k must be an integer >= 1"),
+        (lambda: KDB(half_life=-1), "half_life must be a positive"),
+    ],
+)
+def test_invalid_parameters(make: Callable[[], Learner], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        make()
+
+
+def test_merge_with_other_parameters_is_rejected() -> None:
+    with pytest.raises(IncompatibleModelError, match=r"parameters differ: \['k'\]"):
+        KDB(k=1).merge(KDB(k=2))
