@@ -334,11 +334,22 @@ class EngineMetrics:
             ["view"],
             registry=r,
         )
+        # children resolved once: (gauge child, report key) per view
+        self._view_gauges: list[tuple[str, list[tuple[Any, str]]]] = []
         for view in VIEWS:
-            for gauge in (self._accuracy, self._log_loss, self._macro_f1, self._cost):
-                gauge.labels(view=view).set(_NAN)
-            for _key, statistic in _KAPPAS:
-                self._kappa.labels(view=view, statistic=statistic).set(_NAN)
+            children = [
+                (self._accuracy.labels(view=view), "accuracy"),
+                (self._log_loss.labels(view=view), "log_loss"),
+                (self._macro_f1.labels(view=view), "macro_f1"),
+                (self._cost.labels(view=view), "cost"),
+            ]
+            children += [
+                (self._kappa.labels(view=view, statistic=statistic), key)
+                for key, statistic in _KAPPAS
+            ]
+            for child, _key in children:
+                child.set(_NAN)
+            self._view_gauges.append((view, children))
         self._model = {
             "classes": Gauge("stream_nb_model_classes", "Classes learned.", registry=r),
             "features": Gauge("stream_nb_model_features", "Features learned.", registry=r),
@@ -489,14 +500,10 @@ class EngineMetrics:
             self._correct.inc(correct - self._seen_correct)
         self._seen_evaluated, self._seen_correct = n, correct
         report = evaluator.report(confusion=False)
-        for view in VIEWS:
+        for view, children in self._view_gauges:
             values = report[view]
-            self._accuracy.labels(view=view).set(_gauge_value(values["accuracy"]))
-            self._log_loss.labels(view=view).set(_gauge_value(values["log_loss"]))
-            self._macro_f1.labels(view=view).set(_gauge_value(values["macro_f1"]))
-            self._cost.labels(view=view).set(_gauge_value(values.get("cost")))
-            for key, statistic in _KAPPAS:
-                self._kappa.labels(view=view, statistic=statistic).set(_gauge_value(values[key]))
+            for child, key in children:
+                child.set(_gauge_value(values.get(key)))
 
     # ------------------------------------------------------------------ model, checkpoints
     def record_model_size(self, size: Mapping[str, int]) -> None:
