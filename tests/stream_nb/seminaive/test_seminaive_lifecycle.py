@@ -1,4 +1,4 @@
-"""Bounded memory, merge, state, forgetting, discretisation and validation of the semi-naive learners."""
+"""Bounded memory, merge, state, forgetting, discretisation and validation (semi-naive)."""
 
 from __future__ import annotations
 
