@@ -1,0 +1,377 @@
+"""The ComplementNB contract: a brute-force reference, scikit-learn, properties, cost.
+
+The reference recomputes issue #2's formulas (scikit-learn's semantics) from
+the raw list of events on every prequential step::
+
+    C_{y,w}      = Σ_{y'≠y} N_{y',w}
+    θ_{y,w}      = (C_{y,w} + α) / (Σ_{w∈V} C_{y,w} + αV)
+    weight_{y,w} = log θ_{y,w}   (/ Σ_{w∈V} |log θ_{y,w}| when norm=True)
+    score(y)     = −Σ_{w in x, w in V} x_w · weight_{y,w}
+
+with ``V`` the distinct tokens learned with a positive count and, with
+``half_life=h``, every past event weighted by ``γ^(weight learned after it)``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import stream_nb.complement as complement_module
+from stream_nb import ComplementNB, ConfigError, InvalidEventError, Learner
+
+Event = tuple[dict[str, Any], Hashable, float]
+
+#: Agreement required between the learner and the brute-force reference.
+TOLERANCE = 1e-9
+
+
+# ------------------------------------------------------------------ brute force
+def decayed_weights(events: Sequence[Event], half_life: float | None) -> list[float]:
+    """True weight of each event now: ``w_i × γ^(Σ_{j>i} w_j)``."""
+    if half_life is None:
+        return [w for _, _, w in events]
+    gamma = 2.0 ** (-1.0 / half_life)
+    out = []
+    after = 0.0
+    for _, _, w in reversed(events):
+        out.append(w * gamma**after)
+        after += w
+    return out[::-1]
+
+
+def normalise(scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    if not scores:
+        return {}
+    m = max(scores.values())
+    lse = m + math.log(math.fsum(math.exp(v - m) for v in scores.values()))
+    return {c: v - lse for c, v in scores.items()}
+
+
+def reference_log_proba(
+    events: Sequence[Event],
+    x: Mapping[str, Any],
+    alpha: float = 1.0,
+    norm: bool = False,
+    half_life: float | None = None,
+) -> dict[Hashable, float]:
+    """``log P(y | x)`` recomputed from scratch from the raw events."""
+    if not events:
+        return {}
+    weights = decayed_weights(events, half_life)
+    classes: dict[Hashable, None] = {}
+    n_yw: dict[tuple[Hashable, str], float] = {}
+    vocabulary: dict[str, None] = {}
+    for (xi, y, _), w in zip(events, weights, strict=True):
+        classes[y] = None
+        for token, c in xi.items():
+            if c > 0:
+                vocabulary[token] = None
+                n_yw[y, token] = n_yw.get((y, token), 0.0) + c * w
+    v = len(vocabulary)
+    if v <= 1:
+        return normalise(dict.fromkeys(classes, 0.0))
+    scores = {}
+    for y in classes:
+        complement = {
+            token: math.fsum(n_yw.get((other, token), 0.0) for other in classes if other != y)
+            for token in vocabulary
+        }
+        denominator = math.fsum(complement.values()) + alpha * v
+        log_theta = {t: math.log((c + alpha) / denominator) for t, c in complement.items()}
+        scale = math.fsum(abs(lt) for lt in log_theta.values()) if norm else 1.0
+        scores[y] = -math.fsum(c * log_theta[t] / scale for t, c in x.items() if t in vocabulary)
+    return normalise(scores)
+
+
+def token_stream(seed: int, n: int, vocabulary: int = 25, classes: int = 3) -> list[Event]:
+    """Random documents: zero counts, float counts, weights, a class that starts late."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        x: dict[str, Any] = {}
+        for _ in range(rng.randint(0, 6)):
+            token = f"t{min(int(rng.expovariate(0.25)), vocabulary - 1)}"
+            x[token] = rng.choice([0, 1, 1, 1, 2, 3, 0.5])
+        late = i > n * 0.6 and rng.random() < 0.3
+        y: Hashable = "late" if late else rng.randrange(classes - 1)
+        w = rng.choice([1.0, 1.0, 0.5, 2.0, 0.1])
+        events.append((x, y, w))
+    return events
+
+
+def probe(x: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The event plus a token never learned."""
+    out = dict(x)
+    out[f"unseen{rng.randrange(3)}"] = rng.randint(0, 2)
+    return out
+
+
+def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) -> None:
+    assert got.keys() == want.keys()
+    for c, v in want.items():
+        assert abs(got[c] - v) <= TOLERANCE * max(1.0, abs(v)), (c, got[c], v)
+
+
+# ------------------------------------------------------------------ reference agreement
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"alpha": 1.0},
+        {"alpha": 1.0, "norm": True},
+        {"alpha": 0.01},
+        {"alpha": 0.01, "norm": True},
+        {"alpha": 2.5, "norm": True},
+        {"alpha": 1.0, "half_life": 15.0},
+        {"alpha": 0.3, "norm": True, "half_life": 3.0},
+    ],
+)
+def test_matches_brute_force_on_every_prequential_step(params: dict[str, Any]) -> None:
+    events = token_stream(seed=len(repr(params)), n=150)
+    rng = random.Random(0)
+    model = ComplementNB(**params)
+    for i, (x, y, w) in enumerate(events):
+        x_probe = probe(x, rng)
+        assert_close(
+            model.predict_log_proba_one(x_probe), reference_log_proba(events[:i], x_probe, **params)
+        )
+        model.learn_one(x, y, w)
+
+
+@pytest.mark.parametrize("norm", [False, True])
+def test_forgetting_across_renormalisation(norm: bool) -> None:
+    events = [(x, y, 1.0) for x, y, _ in token_stream(seed=4, n=700, classes=2)]
+    model = ComplementNB(alpha=0.3, norm=norm, half_life=1.0)
+    for i, (x, y, w) in enumerate(events):
+        if i % 50 == 0 or i > 690:
+            want = reference_log_proba(events[:i], x, alpha=0.3, norm=norm, half_life=1.0)
+            assert_close(model.predict_log_proba_one(x), want)
+        model.learn_one(x, y, w)
+
+
+def test_single_class_and_tiny_vocabularies() -> None:
+    model = ComplementNB(norm=True)
+    model.learn_one({}, "a")
+    assert model.predict_proba_one({"w": 1}) == {"a": 1.0}
+    model.learn_one({"w": 2}, "a")
+    assert model.predict_proba_one({"w": 1}) == {"a": 1.0}
+    model.learn_one({"w": 1}, "b")  # V = 1: every θ is 1, both classes score 0
+    assert model.predict_proba_one({"w": 3}) == {"a": 0.5, "b": 0.5}
+    model.learn_one({"v": 1}, "b")
+    events = [({}, "a", 1.0), ({"w": 2}, "a", 1.0), ({"w": 1}, "b", 1.0), ({"v": 1}, "b", 1.0)]
+    for x in ({"w": 3}, {"v": 1, "w": 1}, {"u": 1}):
+        assert_close(model.predict_log_proba_one(x), reference_log_proba(events, x, norm=True))
+
+
+def test_long_stream_drift_of_the_incremental_sums() -> None:
+    # norm=True keeps Σ_w log(C_{y,w} + α) per class by differences; measure the
+    # drift against an exact recomputation before the periodic refresh resets it.
+    rng = random.Random(6)
+    model = ComplementNB(alpha=0.5, norm=True)
+    events = []
+    for _ in range(6000):
+        x = {f"w{min(int(rng.expovariate(0.02)), 2999)}": rng.randint(1, 3) for _ in range(8)}
+        y = rng.randrange(4)
+        w = rng.uniform(0.2, 2.0)
+        events.append((x, y, w))
+        model.learn_one(x, y, w)
+    assert 0 < model._updates < complement_module._REFRESH_MIN_UPDATES
+    h, d = model._sum_log_total, list(model._sum_d)
+    model._refresh_sums()
+    assert abs(h - model._sum_log_total) <= 1e-9
+    assert max(abs(a - b) for a, b in zip(d, model._sum_d, strict=True)) <= 1e-9
+    x = events[-1][0]
+    assert_close(
+        model.predict_log_proba_one(x), reference_log_proba(events, x, alpha=0.5, norm=True)
+    )
+
+
+def test_periodic_refresh_bounds_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(complement_module, "_REFRESH_MIN_UPDATES", 50)
+    model = ComplementNB(norm=True)
+    events = token_stream(seed=2, n=200)
+    refreshed = 0
+    for x, y, w in events:
+        before = model._updates
+        model.learn_one(x, y, w)
+        refreshed += model._updates < before
+    assert refreshed > 3
+    x = events[0][0]
+    assert_close(model.predict_log_proba_one(x), reference_log_proba(events, x, norm=True))
+
+
+# ------------------------------------------------------------------ scikit-learn
+@pytest.mark.parametrize(("alpha", "norm"), [(1.0, False), (1.0, True), (0.05, True)])
+def test_matches_sklearn_with_a_fixed_vocabulary(alpha: float, norm: bool) -> None:
+    from sklearn.naive_bayes import ComplementNB as SkComplementNB
+
+    rng = np.random.default_rng(5)
+    features, classes = 12, [0, 1, 2]
+    warm = np.eye(features, dtype=float) + rng.integers(0, 2, size=(features, features))
+    warm_y = np.array([i % 3 for i in range(features)])
+    stream = rng.integers(0, 4, size=(100, features)).astype(float)
+    stream_y = rng.integers(0, 3, size=100)
+    ours = ComplementNB(alpha=alpha, norm=norm)
+    sk = SkComplementNB(alpha=alpha, norm=norm, force_alpha=True)
+    sk.partial_fit(warm, warm_y, classes=classes)
+    for row, y in zip(warm, warm_y, strict=True):
+        ours.learn_one({f"f{j}": v for j, v in enumerate(row)}, int(y))
+    for row, y in zip(stream, stream_y, strict=True):
+        x = {f"f{j}": v for j, v in enumerate(row)}
+        want = dict(zip(classes, sk.predict_log_proba(row[None, :])[0], strict=True))
+        assert_close(ours.predict_log_proba_one(x), want)
+        ours.learn_one(x, int(y))
+        sk.partial_fit(row[None, :], [y])
+
+
+# ------------------------------------------------------------------ numerics & properties
+@pytest.mark.parametrize("norm", [False, True])
+def test_ten_thousand_features_stay_finite(norm: bool) -> None:
+    rng = random.Random(1)
+    model = ComplementNB(alpha=1e-3, norm=norm)
+    events = []
+    for i in range(6):
+        x = {f"f{j}": rng.randint(0, 50) for j in range(10_000)}
+        events.append((x, i % 3, 1.0))
+        model.learn_one(x, i % 3)
+    x = {f"f{j}": rng.randint(0, 50) for j in range(10_000)}
+    got = model.predict_log_proba_one(x)
+    assert all(math.isfinite(v) for v in got.values())
+    assert_close(got, reference_log_proba(events, x, alpha=1e-3, norm=norm))
+
+
+event_strategy = st.tuples(
+    st.dictionaries(
+        st.sampled_from([f"w{i}" for i in range(8)]),
+        st.one_of(st.integers(0, 5), st.floats(0, 10, allow_nan=False)),
+        max_size=5,
+    ),
+    st.sampled_from(["a", "b", "c"]),
+    st.sampled_from([1.0, 0.5, 3.0]),
+)
+
+
+@given(
+    events=st.lists(event_strategy, min_size=1, max_size=12),
+    x=event_strategy,
+    norm=st.booleans(),
+)
+def test_property_matches_reference_and_weight_scaling(
+    events: list[Event], x: tuple[dict[str, Any], str, float], norm: bool
+) -> None:
+    model = ComplementNB(alpha=0.7, norm=norm)
+    scaled = ComplementNB(alpha=0.7 * 4.0, norm=norm)
+    for xi, y, w in events:
+        model.learn_one(xi, y, w)
+        scaled.learn_one(xi, y, w * 4.0)
+    got = model.predict_log_proba_one(x[0])
+    assert_close(got, reference_log_proba(events, x[0], alpha=0.7, norm=norm))
+    assert_close(scaled.predict_log_proba_one(x[0]), got)
+
+
+# ------------------------------------------------------------------ merge & state
+@pytest.mark.parametrize(("norm", "half_life"), [(False, None), (True, None), (True, 10.0)])
+def test_merge_equals_union_and_state_round_trip(norm: bool, half_life: float | None) -> None:
+    events = token_stream(seed=9, n=120)
+    a, b, union = (ComplementNB(alpha=0.5, norm=norm, half_life=half_life) for _ in range(3))
+    for i, (x, y, w) in enumerate(events):
+        (a if i % 2 else b).learn_one(x, y, w)
+    for x, y, w in [e for i, e in enumerate(events) if i % 2] + [
+        e for i, e in enumerate(events) if not i % 2
+    ]:
+        union.learn_one(x, y, w)
+    merged = Learner.from_state(orjson.loads(orjson.dumps(a.to_state())))
+    merged.merge(b)
+    copy = Learner.from_state(orjson.loads(orjson.dumps(merged.to_state())))
+    for x, _, _ in events[:30]:
+        if half_life is None:
+            assert_close(merged.predict_log_proba_one(x), union.predict_log_proba_one(x))
+        assert copy.predict_log_proba_one(x) == merged.predict_log_proba_one(x)
+    for x, y, w in events[:20]:
+        copy.learn_one(x, y, w)
+        merged.learn_one(x, y, w)
+        assert copy.predict_log_proba_one(x) == merged.predict_log_proba_one(x)
+
+
+# ------------------------------------------------------------------ validation
+def test_invalid_counts_are_rejected_and_leave_the_model_unchanged() -> None:
+    model = ComplementNB()
+    model.learn_one({"good": 1}, "a")
+    before = model.to_state()
+    with pytest.raises(InvalidEventError, match="token 'bad' has negative count -1") as info:
+        model.learn_one({"good": 2, "bad": -1}, "b")
+    assert info.value.reason == "negative_count"
+    with pytest.raises(InvalidEventError, match="token 'bad' has count 'x'"):
+        model.learn_one({"bad": "x"}, "b")
+    assert model.to_state() == before
+    with pytest.raises(InvalidEventError, match="token 'bad' has negative count"):
+        model.predict_log_proba_one({"bad": -1})
+
+
+def test_parameters_are_validated() -> None:
+    with pytest.raises(ConfigError, match="alpha must be positive and finite, got inf"):
+        ComplementNB(alpha=float("inf"))
+    with pytest.raises(ConfigError, match="norm must be True or False, got 1"):
+        ComplementNB(norm=1)  # type: ignore[arg-type]
+
+
+def test_zero_counts_and_inputs() -> None:
+    model = ComplementNB()
+    x = {"a": 2, "zero": 0}
+    model.learn_one(x, "y")
+    model.learn_one({"b": 1}, "z")
+    assert x == {"a": 2, "zero": 0}
+    assert "zero" not in model._counts
+    assert ComplementNB().predict_log_proba_one({"a": 1}) == {}
+
+
+# ------------------------------------------------------------------ cost
+class ScanGuard(dict):  # type: ignore[type-arg]
+    """A dict that counts lookups and fails on any scan of its contents."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        ScanGuard.lookups += 1
+        return super().get(key, default)
+
+    def _scan(self, *args: Any) -> Any:
+        raise AssertionError("the vocabulary was scanned")
+
+    items = values = keys = __iter__ = _scan  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(("norm", "half_life"), [(False, None), (True, None), (False, 1e9)])
+def test_prediction_does_not_scan_the_vocabulary(
+    norm: bool, half_life: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ComplementNB(norm=norm, half_life=half_life)
+    for i in range(0, 100_000, 50):
+        model.learn_one({f"w{j}": 1 for j in range(i, i + 50)}, i % 3)
+    model.predict_log_proba_one({"w1": 1})  # norm=True with forgetting would refresh here
+    model._counts = ScanGuard(model._counts)
+    if model._cache is not None:
+        model._cache = ScanGuard(model._cache)
+    logs = []
+
+    def counting_log(v: float) -> float:
+        logs.append(v)
+        return math.log(v)
+
+    monkeypatch.setattr(complement_module, "_log", counting_log)
+    x = {"w5": 2, "w70000": 1, "w99999": 1, "never": 4}
+    ScanGuard.lookups = 0
+    model.learn_one(x, 1)
+    model.predict_log_proba_one(x)
+    classes = 3
+    assert ScanGuard.lookups <= 3 * len(x)
+    # learn: ≤ 1 + classes logs per token; predict: ≤ 1 + classes per token, 1 per class
+    assert len(logs) <= 2 * len(x) * (classes + 1) + classes + 1
