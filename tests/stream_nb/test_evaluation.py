@@ -103,7 +103,7 @@ def brute_force(
     *,
     window: int,
     lam: float,
-    loss_matrix: Mapping[Hashable, Mapping[Hashable, float]] | None = None,
+    loss_matrix: Mapping[Any, Mapping[Any, float]] | None = None,
 ) -> dict[str, Any]:
     """Every metric from its definition, recomputed from scratch (O(N²))."""
     order: dict[Hashable, int] = {}
@@ -228,7 +228,7 @@ def sklearn_view(events: Sequence[Event], weights: Sequence[float]) -> dict[str,
     y_true = [e[0] for e, _ in kept]
     y_pred = [NONE if e[1] is None else e[1] for e, _ in kept]
     sw = np.array([w for _, w in kept])
-    classes = sorted({*y_true, *y_pred} - {NONE})
+    classes: list[Any] = sorted({*y_true, *y_pred} - {NONE})
     labels = [*classes, NONE]
     proba = np.array([[math.exp(e[2].get(c, -math.inf)) for c in classes] for e, _ in kept])
     cm = confusion_matrix(y_true, y_pred, labels=labels, sample_weight=sw)
@@ -275,13 +275,13 @@ def test_agrees_with_river(seed: int) -> None:
     events = random_stream(200 + seed, 300, full_proba=True)
     window = 60
     ev = PrequentialEvaluator(window=window)
-    cumulative = {
+    cumulative: dict[str, Any] = {
         "accuracy": river_metrics.Accuracy(),
         "kappa": river_metrics.CohenKappa(),
         "macro_f1": river_metrics.MacroF1(),
         "log_loss": river_metrics.CrossEntropy(),
     }
-    rolling = {
+    rolling: dict[str, Any] = {
         "accuracy": river_utils.Rolling(river_metrics.Accuracy, window_size=window),
         "kappa": river_utils.Rolling(river_metrics.CohenKappa, window_size=window),
         "log_loss": river_utils.Rolling(river_metrics.CrossEntropy, window_size=window),
@@ -451,7 +451,7 @@ def test_invalid_parameters(kwargs: dict[str, Any], match: str) -> None:
 def test_state_round_trip_continues_identically(dumps: Any) -> None:
     # labels of several scalar types, including ones equal as strings
     events = random_stream(5, 400, classes=(0, "0", 2.5, "x", True))
-    matrix = {0: {"0": 3.0}, "x": {2.5: 0.5}}
+    matrix: dict[Any, dict[Any, float]] = {0: {"0": 3.0}, "x": {2.5: 0.5}}
     a = PrequentialEvaluator(window=33, fading_factor=0.9, loss_matrix=matrix)
     feed(a, events[:250])
     state = json.loads(dumps(a.to_state()))
