@@ -525,6 +525,7 @@ class PrequentialEvaluator:
             ``log P(c | x)`` by class as predicted; classes left out have
             probability 0 (log loss at :data:`LOG_LOSS_FLOOR`).
         """
+        hash(y_pred)  # an unhashable prediction fails here, before any view changed
         lp = log_proba.get(y_true)
         if lp is None or not lp > _LOG_FLOOR:  # also NaN
             loss = _MAX_LOSS

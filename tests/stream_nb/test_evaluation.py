@@ -284,6 +284,7 @@ def test_agrees_with_river(seed: int) -> None:
     rolling: dict[str, Any] = {
         "accuracy": river_utils.Rolling(river_metrics.Accuracy, window_size=window),
         "kappa": river_utils.Rolling(river_metrics.CohenKappa, window_size=window),
+        "macro_f1": river_utils.Rolling(river_metrics.MacroF1, window_size=window),
         "log_loss": river_utils.Rolling(river_metrics.CrossEntropy, window_size=window),
     }
     cm = river_metrics.ConfusionMatrix()
@@ -579,6 +580,16 @@ def test_property_state_round_trip_at_any_point(events: list[Event], cut: int) -
     feed(a, events[cut:])
     feed(b, events[cut:])
     assert a.report() == b.report()
+
+
+def test_unhashable_labels_leave_the_evaluator_unchanged() -> None:
+    ev = feed(PrequentialEvaluator(window=3), random_stream(4, 10))
+    before = ev.to_state()
+    with pytest.raises(TypeError):
+        ev.update("a", ["a"], {})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ev.update(["a"], "a", {})  # type: ignore[arg-type]
+    assert ev.to_state() == before
 
 
 def test_window_entries_are_a_bounded_deque() -> None:
