@@ -157,6 +157,10 @@ _BATCH_BUCKETS = (1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1
 _CHECKPOINT_BUCKETS = (1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                        10.0, 30.0, 60.0, 120.0)  # fmt: skip
 
+#: Seconds before an idle or stalled client connection is dropped, so a client
+#: that connects and sends nothing cannot hold a thread forever.
+_IDLE_CONNECTION_SECONDS = 30.0
+
 #: How often the server thread checks for close(); bounds close()'s wait.
 _POLL_SECONDS = 0.05
 
@@ -548,6 +552,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     server: _Server
     protocol_version = "HTTP/1.1"
+    #: Seconds an idle (keep-alive) connection may hold its thread; scrapers reconnect.
+    timeout = _IDLE_CONNECTION_SECONDS
 
     def do_GET(self) -> None:
         self._respond(send_body=True)

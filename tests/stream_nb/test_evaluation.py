@@ -582,6 +582,21 @@ def test_property_state_round_trip_at_any_point(events: list[Event], cut: int) -
     assert a.report() == b.report()
 
 
+@given(events_strategy, st.integers(1, 8), st.sampled_from([0.5, 0.9, 1.0]))
+def test_property_every_view_matches_brute_force(
+    events: list[Event], window: int, lam: float
+) -> None:
+    matrix = {"a": {"b": 2.0}, 1: {"c": 0.5}}
+    ev = feed(PrequentialEvaluator(window=window, fading_factor=lam, loss_matrix=matrix), events)
+    report = ev.report()
+    for view in ("cumulative", "window", "fading"):
+        if not events:
+            assert report[view]["n"] == 0
+            continue
+        want = brute_force(events, view, window=window, lam=lam, loss_matrix=matrix)
+        assert_view_matches(report[view], want, rel=1e-9)
+
+
 def test_unhashable_labels_leave_the_evaluator_unchanged() -> None:
     ev = feed(PrequentialEvaluator(window=3), random_stream(4, 10))
     before = ev.to_state()
