@@ -507,9 +507,23 @@ def _learner_class(
 ) -> type[Learner]:
     cls = Learner._registry.get(name)
     if cls is None:
+        _import_learner_modules()
+        cls = Learner._registry.get(name)
+    if cls is None:
         known = ", ".join(sorted(Learner._registry)) or "none"
         parser.error(f"{flag}: unknown learner {name!r}; choose one of {known}")
     return cls
+
+
+def _import_learner_modules() -> None:
+    """Import every public submodule of stream_nb, so learners not exported yet register."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(stream_nb.__path__):
+        if not info.name.startswith("_") and info.name not in ("cli", "engine"):
+            with contextlib.suppress(Exception):
+                importlib.import_module(f"stream_nb.{info.name}")
 
 
 def _make_learner(parser: argparse.ArgumentParser, name: str, params: dict[str, Any]) -> Learner:
@@ -773,6 +787,11 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if server is not None:
             server.close()
     out = summary.to_dict()
+    if args.report is None and out["report"] is not None:
+        # On a terminal the confusion matrices are noise; --report PATH keeps them.
+        for view in out["report"].values():
+            if isinstance(view, dict):
+                view.pop("confusion", None)
     default_stream = sys.stderr if args.sink in ("-", "stdout") else sys.stdout
     _emit_report(out, args.report, default_stream)
     return 0
@@ -1007,6 +1026,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     if args.snapshot is None:
         parser.error("--snapshot is required (a snapshot file or a checkpoint directory)")
     _setup_logging(args.log_level, args.log_format)
+    _import_learner_modules()
     try:
         body = read_snapshot(args.snapshot)
         learner = Learner.from_state(body["learner"])
@@ -1059,6 +1079,7 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if args.output is None:
         parser.error("--output is required (the merged snapshot to write)")
     _setup_logging(args.log_level, args.log_format)
+    _import_learner_modules()
     merged: Learner | None = None
     try:
         for path in args.snapshots:

@@ -625,15 +625,16 @@ class Engine:
             "blank": n_blank,
         }
         outcomes = self.outcomes
-        for key, value in batch_outcomes.items():
+        for outcome, value in batch_outcomes.items():
             if value:
-                outcomes[key] = outcomes.get(key, 0) + value
+                outcomes[outcome] = outcomes.get(outcome, 0) + value
         if metrics is not None:
             # Stage seconds are estimated from the sampled events, scaled to the batch.
             scale = consumed / sampled if sampled else 0.0
             metrics.record_batch(
                 consumed=consumed,
-                outcomes={k: v for k, v in batch_outcomes.items() if v},
+                # blank lines are consumed but have no outcome series
+                outcomes={k: v for k, v in batch_outcomes.items() if v and k != "blank"},
                 predictions=n_pred,
                 seconds=perf() - batch_start,
                 stage_seconds={

@@ -62,8 +62,9 @@ def reference(events, learner, evaluator=None, positions=None):
 def test_prequential_records_equal_library():
     events = _events(600)
     sink = MemorySink()
-    engine = Engine(CategoricalNB(), ListSource(events), sink, evaluator=PrequentialEvaluator(),
-                    batch_size=64)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(), ListSource(events), sink, evaluator=PrequentialEvaluator(), batch_size=64
+    )
     summary = engine.run()
     expected_eval = PrequentialEvaluator()
     model = CategoricalNB()
@@ -105,9 +106,15 @@ def test_delayed_labels_learn_cached_features_and_score_the_earlier_prediction()
     pos_of = {item["id"]: k for k, item in enumerate(items) if "x" in item}
     for i, e in enumerate(events):
         lp = model.predict_log_proba_one(e["x"])
-        expected.append({"id": e["id"], "position": {"index": pos_of[e["id"]]},
-                         "y_pred": model.predict_one(e["x"]),
-                         "log_proba": _keys(lp), "n_learned": model.n_learned})  # fmt: skip
+        expected.append(
+            {
+                "id": e["id"],
+                "position": {"index": pos_of[e["id"]]},
+                "y_pred": model.predict_one(e["x"]),
+                "log_proba": _keys(lp),
+                "n_learned": model.n_learned,
+            }
+        )
         pending[e["id"]] = (e["x"], model.predict_one(e["x"]), lp)
         if i >= lag:
             old = events[i - lag]
@@ -123,8 +130,9 @@ def test_delayed_labels_learn_cached_features_and_score_the_earlier_prediction()
 
 def test_label_only_event_without_delayed_mode_is_a_dead_letter():
     dead = MemorySink()
-    engine = Engine(CategoricalNB(), ListSource([{"id": 1, "y": "a"}]), MemorySink(),
-                    dead_letters=dead)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(), ListSource([{"id": 1, "y": "a"}]), MemorySink(), dead_letters=dead
+    )
     engine.run()
     assert dead.records()[0]["reason"] == "missing_features"
     assert "--delayed-labels" in dead.records()[0]["error"]
@@ -140,28 +148,46 @@ def test_dead_letter_policy_writes_reason_position_payload():
     summary = Engine(CategoricalNB(), ListSource(items), sink, dead_letters=dead).run()
     letters = dead.records()
     assert [d["reason"] for d in letters] == [
-        "invalid_json", "invalid_utf8", "not_object", "invalid_features", "invalid_label",
-    ]  # fmt: skip
+        "invalid_json",
+        "invalid_utf8",
+        "not_object",
+        "invalid_features",
+        "invalid_label",
+    ]
     assert [d["position"]["index"] for d in letters] == [1, 3, 4, 7, 8]
     assert letters[0]["payload"] == "{oops" and letters[1]["payload_base64"] == "/w=="
     assert len(sink.records()) == 4
-    assert summary.rejected == {"invalid_json": 1, "invalid_utf8": 1, "not_object": 1,
-                                "invalid_features": 1, "invalid_label": 1}  # fmt: skip
+    assert summary.rejected == {
+        "invalid_json": 1,
+        "invalid_utf8": 1,
+        "not_object": 1,
+        "invalid_features": 1,
+        "invalid_label": 1,
+    }
     assert summary.outcomes == {"learned": 4, "dead_letter": 5, "blank": 1}
 
 
 def test_skip_policy_counts_without_writing():
     dead = MemorySink()
-    engine = Engine(CategoricalNB(), ListSource(BAD), MemorySink(), dead_letters=dead,
-                    error_policy=ErrorPolicy.SKIP)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(),
+        ListSource(BAD),
+        MemorySink(),
+        dead_letters=dead,
+        error_policy=ErrorPolicy.SKIP,
+    )
     summary = engine.run()
     assert dead.values() == [] and sum(summary.rejected.values()) == 5
     assert summary.outcomes == {"skipped": 5}
 
 
 def test_raise_policy_names_position_and_reason():
-    engine = Engine(CategoricalNB(), ListSource([b'{"a": 1, "y": 0}', b"{oops"]), MemorySink(),
-                    error_policy=ErrorPolicy.RAISE)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(),
+        ListSource([b'{"a": 1, "y": 0}', b"{oops"]),
+        MemorySink(),
+        error_policy=ErrorPolicy.RAISE,
+    )
     with pytest.raises(
         InvalidEventError, match=r"event at \{'index': 1\} rejected \(invalid_json\)"
     ):
@@ -179,8 +205,13 @@ def test_learner_rejection_is_a_dead_letter_before_emission():
 def test_negative_counts_rejected_at_the_decoder_when_asked():
     dead = MemorySink()
     decoder = EventDecoder(nonnegative=True)
-    Engine(MultinomialNB(), ListSource([{"tok": -1, "y": "a"}]), MemorySink(), dead_letters=dead,
-           decoder=decoder).run()  # fmt: skip
+    Engine(
+        MultinomialNB(),
+        ListSource([{"tok": -1, "y": "a"}]),
+        MemorySink(),
+        dead_letters=dead,
+        decoder=decoder,
+    ).run()
     assert dead.records()[0]["reason"] == "negative_count"
 
 
@@ -196,9 +227,16 @@ def test_restore_resumes_exactly_after_the_last_checkpoint(tmp_path):
     items[500] = b"{bad"
     sink, dead = MemorySink(), MemorySink()
     for stop_after in (130, 370, 371, 600, None):
-        engine = Engine(CategoricalNB(), ListSource(items), sink, dead_letters=dead,
-                        checkpointer=Checkpointer(tmp_path), evaluator=PrequentialEvaluator(),
-                        batch_size=32, checkpoint_every=100)  # fmt: skip
+        engine = Engine(
+            CategoricalNB(),
+            ListSource(items),
+            sink,
+            dead_letters=dead,
+            checkpointer=Checkpointer(tmp_path),
+            evaluator=PrequentialEvaluator(),
+            batch_size=32,
+            checkpoint_every=100,
+        )
         engine.restore()
         if stop_after is None:
             engine.run()
@@ -231,8 +269,15 @@ def test_crash_between_checkpoints_loses_nothing_and_duplicates_nothing(tmp_path
         return hook
 
     for n in (150, 333, 512):
-        engine = Engine(CategoricalNB(), ListSource(events), sink, dead_letters=dead,
-                        checkpointer=cp, batch_size=25, checkpoint_every=60)  # fmt: skip
+        engine = Engine(
+            CategoricalNB(),
+            ListSource(events),
+            sink,
+            dead_letters=dead,
+            checkpointer=cp,
+            batch_size=25,
+            checkpoint_every=60,
+        )
         engine.restore()
         engine.add_batch_hook(crash_at(n))
         with pytest.raises(Crash):
@@ -288,8 +333,9 @@ def test_explain_top_k_and_loss_matrix_in_records():
     events = _events(300, seed=6)
     loss = {"c0": {"c1": 5.0, "c2": 5.0}}
     sink = MemorySink()
-    engine = Engine(CategoricalNB(), ListSource(events), sink, top_k=1, explain=True,
-                    loss_matrix=loss)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(), ListSource(events), sink, top_k=1, explain=True, loss_matrix=loss
+    )
     engine.run()
     model = CategoricalNB()
     decisions = 0
@@ -309,12 +355,19 @@ def test_explain_top_k_and_loss_matrix_in_records():
 
 def test_metrics_recorded_per_batch():
     metrics = EngineMetrics()
-    items = [*(_events(100)), b"{bad", {"x": {"f0": 1}}]
-    Engine(CategoricalNB(), ListSource(items), MemorySink(), dead_letters=MemorySink(),
-           evaluator=PrequentialEvaluator(), metrics=metrics, batch_size=16,
-           latency_every=4).run()  # fmt: skip
+    items = [*(_events(100)), b"{bad", {"x": {"f0": 1}}, b"  "]
+    Engine(
+        CategoricalNB(),
+        ListSource(items),
+        MemorySink(),
+        dead_letters=MemorySink(),
+        evaluator=PrequentialEvaluator(),
+        metrics=metrics,
+        batch_size=16,
+        latency_every=4,
+    ).run()
     value = metrics.registry.get_sample_value
-    assert value("stream_nb_events_consumed_total") == 102
+    assert value("stream_nb_events_consumed_total") == 103
     assert value("stream_nb_events_processed_total", {"outcome": "learned"}) == 100
     assert value("stream_nb_events_processed_total", {"outcome": "predicted"}) == 1
     assert value("stream_nb_dead_letters_total", {"reason": "invalid_json"}) == 1
@@ -328,8 +381,9 @@ def test_metrics_recorded_per_batch():
 def test_extra_state_and_batch_hooks_and_stop(tmp_path):
     cp = Checkpointer(tmp_path)
     seen = []
-    engine = Engine(CategoricalNB(), ListSource(_events(100)), MemorySink(), checkpointer=cp,
-                    batch_size=10)  # fmt: skip
+    engine = Engine(
+        CategoricalNB(), ListSource(_events(100)), MemorySink(), checkpointer=cp, batch_size=10
+    )
     engine.add_extra_state("sync", lambda: {"offset": engine.consumed}, seen.append)
 
     def stop_at_30(e):
