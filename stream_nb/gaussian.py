@@ -1,0 +1,695 @@
+"""Gaussian Naive Bayes, learned one event at a time, exact in log space.
+
+The per-(class, feature) Welford statistics, the smoothing ε and the Gaussian
+terms live in :class:`_GaussianStats`, shared by :class:`GaussianNB` and
+:class:`stream_nb.mixed.NaiveBayes`.
+
+Layout (chosen for the prequential hot loop, see docs/gaussian.md): classes
+and features get dense indices ``k`` and ``j`` in order of first appearance;
+class ``k`` keeps flat lists ``_n[k][j]``, ``_mean[k][j]``, ``_m2[k][j]`` and
+the derived population variance ``_var[k][j] = M2 / n``. When an event has
+exactly the learned features in the learned order (the common case for
+real-valued streams) one ``zip`` over the values and these lists does all the
+work; anything else goes through a general per-feature path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from numbers import Real
+from typing import TYPE_CHECKING, Any
+
+from stream_nb._exceptions import InvalidEventError
+from stream_nb._params import check_class_prior, check_nonneg
+from stream_nb._state import pairs
+from stream_nb.base import Learner, log_softmax
+from stream_nb.stats import LOG_2PI, chan_merge
+
+__all__ = ["GaussianNB"]
+
+_log = math.log
+_exp = math.exp
+_isfinite = math.isfinite
+_BOOL = frozenset((bool,))
+_INF = math.inf
+
+#: Floor of ε when ``var_smoothing × max variance`` is smaller (``var_smoothing=0``
+#: or variances near the float limit): keeps every σ² > 0 so ``(x - μ)² / σ²``
+#: and ``log σ²`` are defined. Far below any variance of data in 1e-150…1e150.
+_MIN_EPSILON = 1e-300
+
+#: The product of σ² over features replaces a sum of logs (one ``log`` per
+#: class instead of one per feature) when no partial product can leave the
+#: normal float range: every factor is ≥ ε ≥ ``_PRODUCT_FLOOR ** (1/F)``, so
+#: partial products stay ≥ 1e-290; overflow is sticky (``inf``) and detected.
+_PRODUCT_FLOOR = 1e-290
+
+
+def _check_number(feature: Hashable, value: Any, hint: str) -> float:
+    """``value`` as a finite float, or :class:`InvalidEventError` ending with ``hint``."""
+    if value.__class__ is bool or not isinstance(value, Real):
+        raise InvalidEventError(
+            f"feature {feature!r} has non-numeric value {value!r} ({type(value).__name__}); "
+            + hint.format(feature=feature),
+            reason="non_numeric",
+        )
+    number = float(value)
+    if not _isfinite(number):
+        raise InvalidEventError(
+            f"feature {feature!r} has non-finite value {value!r}; send a finite number "
+            "or leave the feature out (None) when it is missing",
+            reason="non_finite",
+        )
+    return number
+
+
+class _GaussianStats:
+    """Class weights and per-(class, feature) Welford statistics with ε bookkeeping.
+
+    A mixin for learners: it uses ``self._scale`` (from :class:`Learner`) and
+    the attributes ``var_smoothing``, ``class_prior``, ``_prior_alpha`` and
+    ``_fit_prior`` that the learner sets before calling :meth:`_g_init`.
+
+    Prior: ``log P(y) = log((N_y + α) / (N + Kα))`` with α = ``_prior_alpha``
+    (0 for GaussianNB, i.e. ``log(N_y / N)``), the uniform prior when
+    ``_fit_prior`` is false and ``class_prior`` when given, exactly as
+    :func:`stream_nb._params.log_prior`.
+
+    ε bookkeeping: ``_gvar[j]`` is the population variance of feature ``j``
+    over every learned event (a second Welford per feature, ``_gn``, ``_gmean``,
+    ``_gm2``), ``_maxvar = _gvar[_argmax]`` its maximum and ``_second`` an upper
+    bound of every other ``_gvar``. Updating a non-maximal feature costs one
+    comparison; only when the maximal feature's variance drops below
+    ``_second`` is the maximum searched again (O(features), rare).
+    """
+
+    var_smoothing: float
+    class_prior: dict[Hashable, float] | None
+    _prior_alpha: float
+    _fit_prior: bool
+    _scale: float
+    #: End of the ``non_numeric`` error message; ``{feature}`` is filled in.
+    _NUMERIC_HINT = (
+        "GaussianNB models numbers only (int or float; bools are not numbers here): "
+        "send numbers, or use NaiveBayes, which treats str and bool values as categorical"
+    )
+
+    if TYPE_CHECKING:  # provided by the learner (Learner's hook)
+
+        def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]: ...
+
+    # ------------------------------------------------------------------ setup
+    def _g_init(self) -> None:
+        self._labels: list[Hashable] = []
+        self._index: dict[Hashable, int] = {}
+        self._cw: list[float] = []
+        self._total = 0.0
+        self._features: list[Hashable] = []
+        self._fidx: dict[Hashable, int] = {}
+        self._order: tuple[Hashable, ...] = ()
+        self._n: list[list[float]] = []
+        self._mean: list[list[float]] = []
+        self._m2: list[list[float]] = []
+        self._var: list[list[float]] = []
+        self._gn: list[float] = []
+        self._gmean: list[float] = []
+        self._gm2: list[float] = []
+        self._gvar: list[float] = []
+        self._maxvar = 0.0
+        self._argmax = -1
+        self._second = 0.0
+        self._missing = 0  # (class, feature) pairs without statistics
+        # _uniform[k]: every n[k][j] is equal (all class-k events had every feature);
+        # _guniform: the same for the global n. Dense learning then skips per-feature n.
+        self._uniform: list[bool] = []
+        self._guniform = True
+        self._gvar_stale = False  # _gvar is not kept up to date by uniform dense learning
+        self._eps_floor = 1.0  # ε at or above this keeps the σ² product in range
+        # (label, k, fixed log prior or None): the classes that are scored
+        self._scored: list[tuple[Hashable, int, float | None]] = []
+        self._scored_labels: list[Hashable] = []
+
+    def _g_add_class(self, y: Hashable) -> int:
+        k = len(self._labels)
+        f = len(self._features)
+        self._labels.append(y)
+        self._index[y] = k
+        self._cw.append(0.0)
+        self._n.append([0.0] * f)
+        self._mean.append([0.0] * f)
+        self._m2.append([0.0] * f)
+        self._var.append([0.0] * f)
+        self._uniform.append(True)
+        self._missing += f
+        self._g_rebuild_scored()
+        return k
+
+    def _g_add_feature(self, feature: Hashable) -> int:
+        j = len(self._features)
+        self._features.append(feature)
+        self._fidx[feature] = j
+        self._order = (*self._order, feature)
+        # a new feature has weight 0 everywhere: uniformity survives only where all was 0
+        self._uniform = [
+            u and (not row or row[0] == 0.0) for u, row in zip(self._uniform, self._n, strict=True)
+        ]
+        self._guniform = self._guniform and (not self._gn or self._gn[0] == 0.0)
+        for lst in (*self._n, *self._mean, *self._m2, *self._var):
+            lst.append(0.0)
+        for lst in (self._gn, self._gmean, self._gm2, self._gvar):
+            lst.append(0.0)
+        self._missing += len(self._labels)
+        self._eps_floor = _PRODUCT_FLOOR ** (1.0 / (j + 1))
+        return j
+
+    def _g_rebuild_scored(self) -> None:
+        prior = self.class_prior
+        if prior is None:
+            self._scored = [(y, k, None) for k, y in enumerate(self._labels)]
+        else:
+            self._scored = [
+                (y, k, _log(prior[y])) for k, y in enumerate(self._labels) if y in prior
+            ]
+        if prior is None and not self._fit_prior:
+            uniform = -_log(len(self._labels))
+            self._scored = [(y, k, uniform) for y, k, _ in self._scored]
+        self._scored_labels = [y for y, _, _ in self._scored]
+
+    def _g_epsilon(self) -> float:
+        """ε = var_smoothing × max variance (floored), or 0 when every feature is constant.
+
+        When every learned feature is constant (max variance 0), every class
+        that has statistics for a feature has the same mean and variance 0 for
+        it, so the Gaussian terms are equal for all classes; 0 tells the caller
+        to leave them out (the posterior is then the prior).
+        """
+        mx = self._maxvar
+        if mx <= 0.0:
+            return 0.0
+        eps = self.var_smoothing * mx
+        return eps if eps > _MIN_EPSILON else _MIN_EPSILON
+
+    # ------------------------------------------------------------------ learning
+    def _g_learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        """Learn the numeric features of ``x`` (all of them) for class ``y``."""
+        if tuple(x) != self._order:
+            return self._g_learn_general(x, y, w)
+        vals = x.values()
+        try:
+            s = sum(vals)
+        except TypeError:  # None or a non-number: the general path says which
+            return self._g_learn_general(x, y, w)
+        if s - s != 0.0 or not _BOOL.isdisjoint(map(type, vals)):
+            return self._g_learn_general(x, y, w)
+        # Dense event: every learned feature, in order, validated.
+        k = self._index.get(y)
+        if k is None:
+            k = self._g_add_class(y)
+        self._cw[k] += w
+        self._total += w
+        n_k = self._n[k]
+        if not n_k:
+            return
+        m_k = self._mean[k]
+        s_k = self._m2[k]
+        v_k = self._var[k]
+        gm = self._gmean
+        gs = self._gm2
+        if self._missing:
+            self._missing -= n_k.count(0.0)
+        if self._uniform[k] and self._guniform:
+            # Every event so far had every feature: one weight per class and one
+            # in total, so n and the global variances need no per-feature work.
+            f = len(n_k)
+            n = n_k[0] + w
+            self._n[k] = [n] * f
+            gn = self._gn[0] + w
+            self._gn = [gn] * f
+            if w == 1.0:
+                for j, x_f in enumerate(vals):
+                    # Welford: μ' = μ + d/n', M2' = M2 + d (x - μ')
+                    m = m_k[j]
+                    d = x_f - m
+                    m += d / n
+                    m_k[j] = m
+                    s = s_k[j] + d * (x_f - m)
+                    s_k[j] = s
+                    v_k[j] = s / n
+                    m = gm[j]
+                    d = x_f - m
+                    m += d / gn
+                    gm[j] = m
+                    gs[j] += d * (x_f - m)
+            else:
+                r = w / n
+                gr = w / gn
+                for j, x_f in enumerate(vals):
+                    # weighted Welford: μ' = μ + d w/n', M2' = M2 + w d (x - μ')
+                    m = m_k[j]
+                    d = x_f - m
+                    m += d * r
+                    m_k[j] = m
+                    s = s_k[j] + w * d * (x_f - m)
+                    s_k[j] = s
+                    v_k[j] = s / n
+                    m = gm[j]
+                    d = x_f - m
+                    m += d * gr
+                    gm[j] = m
+                    gs[j] += w * d * (x_f - m)
+            # max_f V_f = max_f M2_f / n: one C-level pass over M2
+            mx = max(gs)
+            self._argmax = gs.index(mx)
+            self._maxvar = self._second = mx / gn
+            self._gvar_stale = True
+            return
+        self._uniform[k] = self._guniform = False
+        if self._gvar_stale:
+            self._g_refresh_gvar()
+        gn_ = self._gn
+        gv = self._gvar
+        for j, x_f in enumerate(vals):
+            n = n_k[j] + w
+            m = m_k[j]
+            d = x_f - m
+            m += d * w / n
+            s = s_k[j] + w * d * (x_f - m)
+            n_k[j] = n
+            m_k[j] = m
+            s_k[j] = s
+            v_k[j] = s / n
+            n = gn_[j] + w
+            m = gm[j]
+            d = x_f - m
+            m += d * w / n
+            s = gs[j] + w * d * (x_f - m)
+            gn_[j] = n
+            gm[j] = m
+            gs[j] = s
+            gv[j] = s / n
+        # every variance changed: the maximum is exact again (O(features) = O(|x|))
+        mx = self._maxvar = max(gv)
+        self._argmax = gv.index(mx)
+        self._second = mx
+        return None
+
+    def _g_refresh_gvar(self) -> None:
+        """``_gvar`` after dense learning, which skips it (O(features), then amortised)."""
+        self._gvar = [s / n if n > 0.0 else 0.0 for n, s in zip(self._gn, self._gm2, strict=True)]
+        self._gvar_stale = False
+
+    def _g_learn_general(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        hint = self._NUMERIC_HINT
+        items = [(f, _check_number(f, v, hint)) for f, v in x.items() if v is not None]
+        k = self._index.get(y)
+        if k is None:
+            k = self._g_add_class(y)
+        self._cw[k] += w
+        self._total += w
+        fidx = self._fidx
+        for f, _ in items:
+            if f not in fidx:
+                self._g_add_feature(f)
+        if len(items) != len(fidx):
+            # some feature gets no weight from this event: weights no longer uniform
+            self._uniform[k] = self._guniform = False
+        if self._gvar_stale:
+            self._g_refresh_gvar()
+        n_k = self._n[k]
+        m_k = self._mean[k]
+        s_k = self._m2[k]
+        v_k = self._var[k]
+        gn = self._gn
+        gm = self._gmean
+        gs = self._gm2
+        gv = self._gvar
+        mx = self._maxvar
+        am = self._argmax
+        second = self._second
+        stale = False
+        for f, value in items:
+            j = fidx[f]
+            if n_k[j] == 0.0:
+                self._missing -= 1
+            n, m, s = _welford(n_k[j], m_k[j], s_k[j], value, w)
+            n_k[j] = n
+            m_k[j] = m
+            s_k[j] = s
+            v_k[j] = s / n
+            n, m, s = _welford(gn[j], gm[j], gs[j], value, w)
+            gn[j] = n
+            gm[j] = m
+            gs[j] = s
+            var = gv[j] = s / n
+            if stale:
+                continue
+            if j == am:
+                if var >= second:
+                    mx = var
+                else:
+                    stale = True  # the maximum may have moved: search again below
+            elif var > mx:
+                second = mx
+                mx = var
+                am = j
+            elif var > second:
+                second = var
+        if stale:
+            self._g_find_max()
+        else:
+            self._maxvar, self._argmax, self._second = mx, am, second
+
+    def _g_find_max(self) -> None:
+        """Exact maximum of the feature variances, its index and the runner-up."""
+        if self._gvar_stale:
+            self._g_refresh_gvar()
+        gv = self._gvar
+        if not gv:
+            self._maxvar, self._argmax, self._second = 0.0, -1, 0.0
+            return
+        mx = max(gv)
+        am = gv.index(mx)
+        gv[am] = -1.0
+        self._second = max(gv) if len(gv) > 1 else 0.0
+        gv[am] = mx
+        self._maxvar = mx
+        self._argmax = am
+
+    # ------------------------------------------------------------------ scoring
+    def _g_joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """``log P(y) + Σ_f log N(x_f; μ_yf, σ²_yf)`` for every scored class."""
+        scores = self._g_dense_scores(x)
+        if scores is None:
+            return self._g_jll_general(x)
+        return dict(zip(self._scored_labels, scores, strict=True))
+
+    def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Normalised log posterior ``log P(y | x)`` of every class; ``{}`` before learning."""
+        scores = self._g_dense_scores(x)
+        if scores is None:
+            return log_softmax(self._joint_log_likelihood(x))
+        # log-sum-exp, max-shifted (as stream_nb.base.log_softmax; scores are finite here)
+        m = max(scores)
+        total = 0.0
+        for v in scores:
+            total += _exp(v - m)
+        m += _log(total)
+        return {y: v - m for y, v in zip(self._scored_labels, scores, strict=True)}
+
+    def _g_dense_scores(self, x: Mapping[str, Any]) -> list[float] | None:
+        """Joint log-likelihoods of the scored classes, in order, on the dense path.
+
+        ``None`` when the event is not dense (a feature missing, extra or out of
+        order, a class without statistics for some feature, a value that is
+        not a finite non-bool number): the general path handles those.
+        """
+        cw = self._cw
+        if not cw or self._missing or tuple(x) != self._order:
+            return None
+        vals = x.values()
+        if not _BOOL.isdisjoint(map(type, vals)):
+            return None
+        log = _log
+        alpha = self._prior_alpha / self._scale  # α in raw units, see Learner
+        log_den = log(self._total + len(cw) * alpha)
+        out: list[float] = []
+        mx = self._maxvar
+        if mx <= 0.0:  # every feature constant so far: equal terms for all classes
+            try:
+                s = sum(vals)
+            except TypeError:
+                return None
+            if s - s != 0.0:
+                return None
+            for _, k, lp in self._scored:
+                out.append(log(cw[k] + alpha) - log_den if lp is None else lp)
+            return out
+        eps = self.var_smoothing * mx
+        if eps < _MIN_EPSILON:
+            eps = _MIN_EPSILON
+        const = len(self._order) * LOG_2PI
+        means = self._mean
+        variances = self._var
+        product = eps >= self._eps_floor
+        try:
+            for _, k, lp in self._scored:
+                q = 0.0
+                if product:
+                    p = 1.0
+                    for x_f, m, v in zip(vals, means[k], variances[k], strict=True):
+                        v += eps  # σ² = M2/n + ε
+                        p *= v
+                        x_f -= m
+                        q += x_f * x_f / v
+                    if p == _INF:  # overflow is sticky: redo as a sum of logs
+                        p = 0.0
+                        for v in variances[k]:
+                            p += log(v + eps)
+                    else:
+                        p = log(p)
+                else:
+                    p = 0.0
+                    for x_f, m, v in zip(vals, means[k], variances[k], strict=True):
+                        v += eps
+                        p += log(v)
+                        x_f -= m
+                        q += x_f * x_f / v
+                # log p(x|y) = -½ Σ_f (log 2π + log σ² + (x_f - μ)² / σ²)
+                out.append(
+                    (log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + p + q)
+                )
+        except TypeError:  # None or a non-number: the general path says which
+            return None
+        s = sum(out)
+        if s - s != 0.0:  # NaN/inf input, or a legitimate -inf: the general path decides
+            return None
+        return out
+
+    def _g_log_den(self) -> tuple[float, float]:
+        """(α in raw units, log(N + Kα)) for the fitted prior."""
+        alpha = self._prior_alpha / self._scale
+        return alpha, _log(self._total + len(self._cw) * alpha)
+
+    def _g_jll_general(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        cw = self._cw
+        if not cw:
+            return {}
+        hint = self._NUMERIC_HINT
+        fidx = self._fidx
+        scored = self._scored
+        ns = self._n
+        items: list[tuple[int, float]] = []
+        for f, value in x.items():
+            if value is None:
+                continue
+            number = _check_number(f, value, hint)
+            j = fidx.get(f)
+            # a feature counts only if every scored class has statistics for it
+            if j is not None and all(ns[k][j] > 0.0 for _, k, _ in scored):
+                items.append((j, number))
+        alpha, log_den = self._g_log_den()
+        eps = self._g_epsilon()
+        if eps == 0.0:
+            items = []
+        const = len(items) * LOG_2PI
+        out: dict[Hashable, float] = {}
+        for y, k, lp in scored:
+            mean = self._mean[k]
+            var = self._var[k]
+            total = 0.0
+            for j, number in items:
+                v = var[j] + eps
+                d = number - mean[j]
+                total += _log(v) + d * d / v
+            out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + total)
+        return out
+
+    # ------------------------------------------------------------------ merge / scale
+    def _g_merge(self, other: _GaussianStats, factor: float) -> None:
+        for y in other._labels:
+            if y not in self._index:
+                self._g_add_class(y)
+        for f in other._features:
+            if f not in self._fidx:
+                self._g_add_feature(f)
+        jmap = [self._fidx[f] for f in other._features]
+        for ko, y in enumerate(other._labels):
+            k = self._index[y]
+            self._cw[k] += other._cw[ko] * factor
+            n_k, m_k, s_k = self._n[k], self._mean[k], self._m2[k]
+            on, om, os_ = other._n[ko], other._mean[ko], other._m2[ko]
+            for jo, j in enumerate(jmap):
+                n_k[j], m_k[j], s_k[j] = chan_merge(
+                    n_k[j], m_k[j], s_k[j], on[jo] * factor, om[jo], os_[jo] * factor
+                )
+        self._total += other._total * factor
+        for jo, j in enumerate(jmap):
+            self._gn[j], self._gmean[j], self._gm2[j] = chan_merge(
+                self._gn[j],
+                self._gmean[j],
+                self._gm2[j],
+                other._gn[jo] * factor,
+                other._gmean[jo],
+                other._gm2[jo] * factor,
+            )
+        self._g_derive()
+
+    def _g_rescale(self, factor: float) -> None:
+        self._cw = [c * factor for c in self._cw]
+        self._total *= factor
+        self._n = [[n * factor for n in row] for row in self._n]
+        self._m2 = [[s * factor for s in row] for row in self._m2]
+        self._gn = [n * factor for n in self._gn]
+        self._gm2 = [s * factor for s in self._gm2]
+        self._g_derive()
+
+    def _g_derive(self) -> None:
+        """Recompute everything derived from the raw statistics."""
+        self._var = [
+            [s / n if n > 0.0 else 0.0 for n, s in zip(ns, ss, strict=True)]
+            for ns, ss in zip(self._n, self._m2, strict=True)
+        ]
+        self._gvar = [s / n if n > 0.0 else 0.0 for n, s in zip(self._gn, self._gm2, strict=True)]
+        self._gvar_stale = False
+        self._missing = sum(row.count(0.0) for row in self._n)
+        self._uniform = [not row or row.count(row[0]) == len(row) for row in self._n]
+        gn = self._gn
+        self._guniform = not gn or gn.count(gn[0]) == len(gn)
+        self._g_find_max()
+
+    # ------------------------------------------------------------------ state
+    def _g_to_state(self) -> dict[str, Any]:
+        return {
+            "classes": pairs(dict(zip(self._labels, self._cw, strict=True))),
+            "total_weight": self._total,
+            "features": list(self._features),
+            "n": [list(r) for r in self._n],
+            "mean": [list(r) for r in self._mean],
+            "m2": [list(r) for r in self._m2],
+            "global": [list(self._gn), list(self._gmean), list(self._gm2)],
+        }
+
+    def _g_from_state(self, stats: Mapping[str, Any]) -> None:
+        self._g_init()
+        for label, weight in stats["classes"]:
+            self._g_add_class(label)
+            self._cw[-1] = _finite(weight)
+        for f in stats["features"]:
+            if f in self._fidx:
+                raise ValueError(f"feature {f!r} listed twice")
+            self._g_add_feature(f)
+        self._total = _finite(stats["total_weight"])
+        kk, ff = len(self._labels), len(self._features)
+        self._n = _matrix(stats["n"], kk, ff)
+        self._mean = _matrix(stats["mean"], kk, ff)
+        self._m2 = _matrix(stats["m2"], kk, ff)
+        self._gn, self._gmean, self._gm2 = _matrix(stats["global"], 3, ff)
+        self._g_derive()
+
+    def _g_size(self) -> tuple[int, int, int]:
+        kk, ff = len(self._labels), len(self._features)
+        return kk, ff, 3 * kk * ff + 3 * ff + kk + 1
+
+
+def _welford(n: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
+    n += w
+    d = x - mean
+    mean += d * w / n
+    return n, mean, m2 + w * d * (x - mean)
+
+
+def _finite(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _isfinite(value):
+        raise ValueError(f"statistic must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _matrix(rows: Any, n_rows: int, n_cols: int) -> list[list[float]]:
+    out = [[_finite(v) for v in row] for row in rows]
+    if len(out) != n_rows or any(len(row) != n_cols for row in out):
+        raise ValueError(f"expected a {n_rows}×{n_cols} table of statistics")
+    return out
+
+
+class GaussianNB(_GaussianStats, Learner):
+    """Gaussian Naive Bayes over numeric features, learned one event at a time.
+
+    Each (class ``y``, feature ``f``) keeps weighted Welford statistics: weight
+    ``n``, mean ``μ`` and ``M2``. With the population variance ``M2 / n``:
+
+    - ``σ²_yf = M2_yf / n_yf + ε``, ``ε = var_smoothing × max_f V_f``, where
+      ``V_f`` is the population variance of feature ``f`` over every learned
+      event (scikit-learn's convention, kept incrementally). ``ε`` is floored
+      at ``_MIN_EPSILON`` = 1e-300; when every feature has been constant so
+      far (``max V_f = 0``) the Gaussian terms are equal for every class and
+      left out.
+    - ``log P(y) = log(N_y / N)``; ``class_prior`` overrides it (seen classes
+      missing from it are not scored).
+    - ``log p(x_f | y) = -½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)``, analytic.
+
+    A feature contributes only when every scored class has statistics for it;
+    a feature absent from ``x`` or ``None`` contributes nothing. Values must
+    be ``int`` or ``float`` (``bool`` is not a number here): anything else
+    raises :class:`~stream_nb.InvalidEventError` with reason ``"non_numeric"``
+    naming the feature, NaN/inf reason ``"non_finite"``, and the model is left
+    unchanged.
+
+    Parameters
+    ----------
+    var_smoothing
+        Fraction of the largest feature variance added to every variance (≥ 0).
+    class_prior
+        Fixed priors by label (ratios matter, they need not sum to 1).
+    half_life
+        Optional forgetting, see :class:`stream_nb.base.Learner`.
+
+    Examples
+    --------
+    >>> from stream_nb import GaussianNB
+    >>> model = GaussianNB()
+    >>> for x, y in [({"height": 1.80, "weight": 85.0}, "m"),
+    ...              ({"height": 1.75, "weight": 80.0}, "m"),
+    ...              ({"height": 1.60, "weight": 55.0}, "f"),
+    ...              ({"height": 1.65, "weight": 60.0}, "f")]:
+    ...     model.learn_one(x, y)
+    >>> model.predict_one({"height": 1.70, "weight": 62.0})
+    'f'
+    >>> round(model.predict_proba_one({"height": 1.78, "weight": 83.0})["m"], 6)
+    1.0
+    """
+
+    def __init__(
+        self,
+        var_smoothing: float = 1e-9,
+        class_prior: Mapping[Hashable, float] | None = None,
+        *,
+        half_life: float | None = None,
+    ) -> None:
+        super().__init__(half_life=half_life)
+        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
+        self.class_prior = check_class_prior(class_prior)
+        self._prior_alpha = 0.0
+        self._fit_prior = True
+        self._g_init()
+
+    def _params(self) -> dict[str, Any]:
+        return {"var_smoothing": self.var_smoothing, "class_prior": self.class_prior}
+
+    _learn = _GaussianStats._g_learn
+    _joint_log_likelihood = _GaussianStats._g_joint_log_likelihood
+
+    def _merge(self, other: GaussianNB, factor: float) -> None:
+        self._g_merge(other, factor)
+
+    def _rescale(self, factor: float) -> None:
+        self._g_rescale(factor)
+
+    def _stats_to_state(self) -> dict[str, Any]:
+        return self._g_to_state()
+
+    def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
+        self._g_from_state(stats)
+
+    def _size(self) -> tuple[int, int, int]:
+        return self._g_size()

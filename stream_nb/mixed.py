@@ -1,0 +1,308 @@
+"""Naive Bayes over mixed categorical and numeric features, the default for real events."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from numbers import Real
+from typing import Any, NamedTuple
+
+from stream_nb._exceptions import ConfigError, IncompatibleModelError, InvalidEventError
+from stream_nb._params import check_alpha, check_bool, check_class_prior, check_nonneg
+from stream_nb._state import from_pairs, pairs
+from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb.base import Learner
+from stream_nb.gaussian import _GaussianStats
+
+__all__ = ["NaiveBayes"]
+
+_log = math.log
+_EMPTY: dict[Hashable, float] = {}
+
+CATEGORICAL = "categorical"
+GAUSSIAN = "gaussian"
+_KINDS = (CATEGORICAL, GAUSSIAN)
+
+#: Plans (how an event's keys split into kinds) are cached by key tuple; the
+#: cache is emptied when it reaches this size (sparse events have many key sets).
+_MAX_PLANS = 512
+
+
+class _Plan(NamedTuple):
+    all_gaussian: bool
+    gaussian: tuple[str, ...]
+    categorical: tuple[str, ...]
+
+
+def _kind_of(value: Any) -> str:
+    """Gaussian for int/float (not bool), categorical for everything else."""
+    if value.__class__ is not bool and isinstance(value, Real):
+        return GAUSSIAN
+    return CATEGORICAL
+
+
+class NaiveBayes(_GaussianStats, Learner):
+    """Naive Bayes for events with both categorical and numeric features.
+
+    Each feature is *categorical* or *Gaussian*. ``schema`` fixes the kind of
+    the features it names; any other feature takes the kind of the first
+    non-``None`` value learned for it: ``int``/``float`` (not ``bool``) makes
+    it Gaussian, anything else (``str``, ``bool``, …) categorical. The kind
+    never changes afterwards. A later value of the other type is handled
+    by the kind: a categorical feature takes any hashable value as one more
+    category (``3`` and ``"3"`` are different categories), while a Gaussian
+    feature given a non-number raises :class:`~stream_nb.InvalidEventError`
+    (reason ``"non_numeric"``, model unchanged) whose message names the
+    ``schema`` fix.
+
+    The score sums the terms of :class:`~stream_nb.CategoricalNB` and
+    :class:`~stream_nb.GaussianNB`, unchanged, under one prior:
+
+    - ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone, as
+      :func:`stream_nb._params.log_prior`; ``fit_prior=False`` gives ``1/K``,
+      ``class_prior`` fixes it);
+    - categorical: ``log((N_{y,i,v} + α) / (N_{y,i} + S_i α))``;
+    - Gaussian: ``-½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)`` with
+      ``σ² = M2/n + ε``, ``ε = var_smoothing × max_f V_f`` over the Gaussian
+      features (see :class:`~stream_nb.GaussianNB`).
+
+    Parameters
+    ----------
+    alpha
+        Smoothing constant α > 0 of the prior and the categorical terms.
+    var_smoothing
+        Fraction of the largest numeric feature variance added to every variance.
+    schema
+        Optional ``{feature: "categorical" | "gaussian"}`` overriding type inference.
+    fit_prior
+        Learn class priors; ``False`` gives the uniform prior ``1/K``.
+    class_prior
+        Fixed priors by label (ratios matter). Seen classes missing from it are
+        not scored.
+    half_life
+        Optional forgetting, see :class:`stream_nb.base.Learner`.
+
+    Examples
+    --------
+    >>> from stream_nb import NaiveBayes
+    >>> model = NaiveBayes()
+    >>> for x, y in [({"plan": "pro", "paid": True, "spend": 120.0}, "stay"),
+    ...              ({"plan": "free", "paid": False, "spend": 3.5}, "churn"),
+    ...              ({"plan": "pro", "paid": True, "spend": 95.0}, "stay"),
+    ...              ({"plan": "free", "paid": True, "spend": 8.0}, "churn")]:
+    ...     model.learn_one(x, y)
+    >>> model.predict_one({"plan": "pro", "spend": 100.0})
+    'stay'
+    >>> model.kinds()
+    {'paid': 'categorical', 'plan': 'categorical', 'spend': 'gaussian'}
+    """
+
+    _NUMERIC_HINT = (
+        "NaiveBayes fixed {feature!r} as Gaussian (numeric) from its first value: send "
+        "numbers, or pass schema={{{feature!r}: 'categorical'}} to treat it as categorical"
+    )
+
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        var_smoothing: float = 1e-9,
+        schema: Mapping[str, str] | None = None,
+        fit_prior: bool = True,
+        class_prior: Mapping[Hashable, float] | None = None,
+        *,
+        half_life: float | None = None,
+    ) -> None:
+        super().__init__(half_life=half_life)
+        self.alpha = check_alpha(alpha)
+        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
+        self.schema = _check_schema(schema)
+        self.fit_prior = check_bool(fit_prior, "fit_prior")
+        self.class_prior = check_class_prior(class_prior)
+        self._prior_alpha = self.alpha
+        self._fit_prior = self.fit_prior
+        self._g_init()
+        # the kind of every feature met so far (and of every schema feature)
+        self._kinds: dict[Hashable, str] = {}
+        self._kinds.update(self.schema or {})
+        self._plans: dict[tuple[str, ...], _Plan] = {}
+        # categorical statistics, laid out as CategoricalNB's:
+        # N_{y,i}: feature -> class -> weight; N_{y,i,v}: feature -> value -> class -> weight
+        self._present: dict[str, dict[Hashable, float]] = {}
+        self._counts: dict[str, dict[Hashable, dict[Hashable, float]]] = {}
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "var_smoothing": self.var_smoothing,
+            "schema": self.schema,
+            "fit_prior": self.fit_prior,
+            "class_prior": self.class_prior,
+        }
+
+    def kinds(self) -> dict[Hashable, str]:
+        """The kind (``"categorical"`` or ``"gaussian"``) of every feature known so far, by name."""
+        return dict(sorted(self._kinds.items(), key=lambda item: repr(item[0])))
+
+    # ------------------------------------------------------------------ plans
+    def _plan(self, x: Mapping[str, Any], learning: bool) -> _Plan:
+        """Split ``x``'s features by kind; while learning, fix the kind of new ones."""
+        kinds = self._kinds
+        gaussian: list[str] = []
+        categorical: list[str] = []
+        complete = True
+        for f, value in x.items():
+            kind = kinds.get(f)
+            if kind is None:
+                complete = False  # kind not known yet: the plan cannot be reused
+                if value is None or not learning:
+                    continue  # unknown at prediction time: contributes nothing
+                kind = _kind_of(value)
+            (gaussian if kind == GAUSSIAN else categorical).append(f)
+        # all_gaussian: x itself can go to the Gaussian part (no feature to drop)
+        plan = _Plan(len(gaussian) == len(x), tuple(gaussian), tuple(categorical))
+        if complete:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[tuple(x)] = plan
+        return plan
+
+    # ------------------------------------------------------------------ learning
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        plan = self._plans.get(tuple(x))
+        if plan is None:
+            plan = self._plan(x, learning=True)
+        if plan.all_gaussian:
+            self._g_learn(x, y, w)  # validates before changing anything
+            for f in plan.gaussian:
+                self._kinds.setdefault(f, GAUSSIAN)
+            return
+        cat = [(f, x[f]) for f in plan.categorical if x[f] is not None]
+        for f, value in cat:
+            _check_hashable(f, value)
+        self._g_learn({f: x[f] for f in plan.gaussian}, y, w)
+        kinds = self._kinds
+        for f in plan.gaussian:
+            kinds.setdefault(f, GAUSSIAN)
+        present = self._present
+        counts = self._counts
+        for f, value in cat:
+            kinds.setdefault(f, CATEGORICAL)
+            by_class = present.get(f)
+            if by_class is None:
+                by_class = present[f] = {}
+                counts[f] = {}
+            by_class[y] = by_class.get(y, 0.0) + w
+            values = counts[f]
+            value_counts = values.get(value)
+            if value_counts is None:
+                values[value] = {y: w}
+            else:
+                value_counts[y] = value_counts.get(y, 0.0) + w
+
+    # ------------------------------------------------------------------ scoring
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        plan = self._plans.get(tuple(x))
+        if plan is None:
+            plan = self._plan(x, learning=False)
+        if plan.all_gaussian:
+            return self._g_joint_log_likelihood(x)
+        jll = self._g_joint_log_likelihood({f: x[f] for f in plan.gaussian})
+        if not jll:
+            return jll
+        alpha = self.alpha / self._scale  # α in raw units, see Learner
+        present = self._present
+        counts = self._counts
+        log = _log
+        for f in plan.categorical:
+            value = x[f]
+            values = counts.get(f)
+            if values is None or value is None:
+                continue
+            try:
+                value_counts = values.get(value, _EMPTY)
+            except TypeError:
+                _check_hashable(f, value)
+                raise
+            # CategoricalNB's term: log((N_{y,i,v} + α) / (N_{y,i} + S_i α))
+            by_class = present[f]
+            smoothing = len(values) * alpha
+            for y in jll:
+                jll[y] += log(
+                    (value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing)
+                )
+        return jll
+
+    # ------------------------------------------------------------------ merge / scale / state
+    def _merge(self, other: NaiveBayes, factor: float) -> None:
+        clash = [f for f, kind in other._kinds.items() if self._kinds.get(f, kind) != kind]
+        if clash:
+            raise IncompatibleModelError(
+                f"cannot merge NaiveBayes models that gave features different kinds: {clash}; "
+                "fix the kinds with the same schema in both"
+            )
+        self._g_merge(other, factor)
+        add_scaled(self._present, other._present, factor)
+        add_scaled(self._counts, other._counts, factor)
+        self._kinds.update(other._kinds)
+
+    def _rescale(self, factor: float) -> None:
+        self._g_rescale(factor)
+        rescale(self._present, factor)
+        rescale(self._counts, factor)
+
+    def _stats_to_state(self) -> dict[str, Any]:
+        return {
+            "gaussian": self._g_to_state(),
+            "kinds": pairs(self._kinds),
+            "present": tree_to_pairs(self._present),
+            "counts": tree_to_pairs(self._counts),
+        }
+
+    def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
+        self._g_from_state(stats["gaussian"])
+        kinds = from_pairs(stats["kinds"])
+        if any(kind not in _KINDS for kind in kinds.values()):
+            raise ValueError(f"feature kinds must be one of {_KINDS}")
+        self._kinds = kinds
+        self._plans = {}
+        self._present = tree_from_pairs(stats["present"], depth=2)  # type: ignore[assignment]
+        self._counts = tree_from_pairs(stats["counts"], depth=3)  # type: ignore[assignment]
+        if set(self._present) != set(self._counts):
+            raise ValueError("present and counts must name the same features")
+        if any(self._kinds.get(f) != GAUSSIAN for f in self._features) or any(
+            self._kinds.get(f) != CATEGORICAL for f in self._present
+        ):
+            raise ValueError("feature statistics do not match the feature kinds")
+
+    def _size(self) -> tuple[int, int, int]:
+        classes, features, stored = self._g_size()
+        stored += count_leaves(self._present) + count_leaves(self._counts)
+        return classes, features + len(self._present), stored
+
+
+def _check_schema(schema: Any) -> dict[str, str] | None:
+    if schema is None:
+        return None
+    if not isinstance(schema, Mapping):
+        raise ConfigError(
+            f"schema must be a mapping feature -> 'categorical' | 'gaussian', got {schema!r}"
+        )
+    out: dict[str, str] = {}
+    for feature, kind in schema.items():
+        if kind not in _KINDS:
+            raise ConfigError(
+                f"schema[{feature!r}] must be 'categorical' or 'gaussian', got {kind!r}"
+            )
+        out[feature] = kind
+    return out
+
+
+def _check_hashable(feature: str, value: Any) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise InvalidEventError(
+            f"categorical feature {feature!r} has unhashable value {value!r} "
+            f"({type(value).__name__}); send a scalar (str, int, bool…)",
+            reason="unhashable",
+        ) from None
