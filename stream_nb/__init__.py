@@ -31,7 +31,9 @@ from stream_nb.engine import (
     RunSummary,
 )
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
+from stream_nb.gaussian import GaussianNB
 from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
+from stream_nb.mixed import NaiveBayes
 from stream_nb.multinomial import MultinomialNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
@@ -56,12 +58,14 @@ __all__ = [
     "EngineMetrics",
     "ErrorPolicy",
     "EventDecoder",
+    "GaussianNB",
     "IncompatibleModelError",
     "InvalidEventError",
     "Learner",
     "MetricsServer",
     "ModelStateError",
     "MultinomialNB",
+    "NaiveBayes",
     "PrequentialEvaluator",
     "RunSummary",
     "SinkError",
