@@ -238,6 +238,7 @@ class Engine:
         self._progress: Callable[[Engine], None] | None = None
         self._last_size_time = 0.0
         self._reported_evicted = 0
+        self._dump_option = 0  # becomes OPT_NON_STR_KEYS once a non-string label is met
         self._rejected_outcome = (
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
@@ -484,6 +485,7 @@ class Engine:
         decode = self.decoder.decode
         write = self.sink.write
         dumps = orjson.dumps
+        dump_option = self._dump_option
         evaluator = self.evaluator
         update = None if evaluator is None else evaluator.update
         delayed = self.delayed
@@ -575,9 +577,10 @@ class Engine:
             if timed:
                 t2 = perf()
             try:
-                line = dumps(out)
-            except TypeError:  # non-string class labels as log_proba keys
-                line = dumps(out, option=_OPT_NON_STR)
+                line = dumps(out, option=dump_option)
+            except TypeError:  # non-string class labels as log_proba keys: switch for good
+                dump_option = self._dump_option = _OPT_NON_STR
+                line = dumps(out, option=dump_option)
             # Keyed by the source record's key, else the event id (Kafka partitioning).
             key = record.key
             if key is None and eid is not None:

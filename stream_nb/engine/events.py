@@ -49,7 +49,10 @@ REASONS: tuple[str, ...] = (
 )
 
 _NUMBER_TOKENS = re.compile(rb"(?<![\"\w])-?(?:NaN|Infinity)(?![\"\w])")
-_SCALAR_TYPES = frozenset((str, int, bool, type(None)))
+#: JSON scalar types as orjson decodes them (bool is its own type, checked by identity).
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+#: Builds an Event without NamedTuple.__new__'s Python-level call.
+_new_event = tuple.__new__
 
 #: Upper bound for the ``error`` text of a dead letter (characters).
 _MAX_ERROR_CHARS = 300
@@ -74,16 +77,6 @@ class Event(NamedTuple):
     y: Hashable | None
     id: Hashable | None
     w: float
-
-
-def _is_scalar_ok(value: Any) -> str | None:
-    """Reason code if ``value`` is not a usable JSON scalar, else ``None``."""
-    t = type(value)
-    if t is float:
-        return None if value - value == 0.0 else "non_finite"
-    if t in _SCALAR_TYPES:
-        return None
-    return "non_scalar"
 
 
 class EventDecoder:
@@ -174,16 +167,23 @@ class EventDecoder:
         InvalidEventError
             With ``reason`` in :data:`REASONS`.
         """
-        return self.validate(self.loads(payload))
+        return self._validate(self.loads(payload), True)
 
     def validate(self, obj: Any) -> Event:
-        """Validate an already parsed JSON value (takes ownership of it)."""
+        """Validate an already parsed JSON value (takes ownership of it).
+
+        Unlike :meth:`decode`, this also checks that floats are finite (orjson
+        never produces NaN or infinities, Python objects may hold them).
+        """
+        return self._validate(obj, False)
+
+    def _validate(self, obj: Any, from_json: bool) -> Event:
         if type(obj) is not dict:
             raise InvalidEventError(
                 f"event must be a JSON object, got {type(obj).__name__}", reason="not_object"
             )
         y = obj.pop(self.label_field, None)
-        if y is not None and type(y) not in _SCALAR_TYPES and type(y) is not float:
+        if y is not None and type(y) not in _SCALARS:
             raise InvalidEventError(
                 f"label {self.label_field!r} must be a JSON scalar, got {type(y).__name__}",
                 reason="invalid_label",
@@ -191,7 +191,7 @@ class EventDecoder:
         eid = None
         if self.id_field is not None:
             eid = obj.pop(self.id_field, None)
-            if eid is not None and type(eid) not in _SCALAR_TYPES and type(eid) is not float:
+            if eid is not None and type(eid) not in _SCALARS:
                 raise InvalidEventError(
                     f"id {self.id_field!r} must be a JSON scalar, got {type(eid).__name__}",
                     reason="invalid_id",
@@ -232,7 +232,7 @@ class EventDecoder:
         if not x:
             # A label-only event (delayed labels) needs an id and a label.
             if eid is not None and y is not None:
-                return Event(None, y, eid, w)
+                return _new_event(Event, (None, y, eid, w))
             raise InvalidEventError(
                 "event has no features; send them in "
                 f"{self.features_field!r} (nested) or as top-level keys (flat)",
@@ -244,19 +244,19 @@ class EventDecoder:
                 if t is float or t is int:
                     if not value >= 0 or value - value != 0:
                         self._bad_value(name, value)
-                elif t not in _SCALAR_TYPES:
+                elif t not in _SCALARS:
                     self._bad_value(name, value)
-        else:
+        elif not _SCALARS.issuperset(map(type, x.values())):  # one C-level pass
             for name, value in x.items():
-                t = type(value)
-                if t is float:
-                    if value - value != 0:
-                        self._bad_value(name, value)
-                elif t not in _SCALAR_TYPES:
+                if type(value) not in _SCALARS:
                     self._bad_value(name, value)
-        if type(y) is float and y - y != 0:
-            raise InvalidEventError(f"label must be finite, got {y!r}", reason="non_finite")
-        return Event(x, y, eid, w)
+        if not from_json:
+            for name, value in x.items():
+                if type(value) is float and value - value != 0:
+                    self._bad_value(name, value)
+            if type(y) is float and y - y != 0:
+                raise InvalidEventError(f"label must be finite, got {y!r}", reason="non_finite")
+        return _new_event(Event, (x, y, eid, w))
 
     def _bad_value(self, name: str, value: Any) -> None:
         t = type(value)

@@ -130,3 +130,13 @@ def test_dead_letter_record_keeps_payload_safely():
     binary = orjson.loads(dead_letter_record(b"\xff\x00", {"line": 2}, "invalid_utf8", "e" * 999))
     assert base64.b64decode(binary["payload_base64"]) == b"\xff\x00"
     assert len(binary["error"]) == 300 and binary["position"] == {"line": 2}
+
+
+def test_validate_checks_python_floats_for_finiteness():
+    d = EventDecoder()
+    with pytest.raises(InvalidEventError, match="feature 'a' must be finite, got nan") as info:
+        d.validate({"a": float("nan"), "y": 1})
+    assert info.value.reason == "non_finite"
+    with pytest.raises(InvalidEventError, match="label must be finite, got inf"):
+        d.validate({"a": 1.0, "y": float("inf")})
+    assert d.validate({"a": 1.0, "y": 2.5}) == Event({"a": 1.0}, 2.5, None, 1.0)
