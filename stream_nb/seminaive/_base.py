@@ -21,10 +21,9 @@ from typing import Any
 
 from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb._params import check_alpha, check_nonneg, log_prior
-from stream_nb._state import from_pairs
-from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb._state import from_pairs, pairs
 from stream_nb.base import Learner
-from stream_nb.seminaive._store import OTHER, Item, Node, PairStore
+from stream_nb.seminaive._store import OTHER, Item, Node, PairStore, add_vector, load_vector
 from stream_nb.seminaive.discretise import Discretiser, check_bin_edges
 
 __all__ = [
@@ -45,6 +44,10 @@ _ABSENT = object()  # "feature not in the event" (OTHER is a real bucket)
 #: Relative tolerance when comparing a decayed weight ``raw × scale`` with
 #: ``min_parent_count``: ``(w / s) × s`` may round to just below ``w``.
 _COUNT_TOLERANCE = 1e-9
+
+#: Products of probability ratios are folded into a log before they can fall
+#: below this (the smallest normal double is 2.2e-308; keep a margin).
+_LOG_SAFE_PRODUCT = math.log(1e-290)
 
 #: The first structure rebuild of TAN/KDB happens after this many events (or
 #: ``rebuild_every`` if smaller); the gap then doubles up to ``rebuild_every``.
@@ -171,8 +174,18 @@ class _SemiNaive(Learner):
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         items = self._encode(x, True)
+        if y not in self._store.classes:
+            self._add_class(y)
         self._store.learn(items, y, w)
         self._after_learn(items, y, w)
+
+    def _add_class(self, y: Hashable) -> None:
+        """Give a new class an index in every count vector."""
+        self._store.add_class(y)
+        self._extra_add_class()
+
+    def _extra_add_class(self) -> None:
+        """Hook: append a ``0.0`` to subclass count vectors."""
 
     def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Hook for structure learners (family counts, rebuilds)."""
@@ -208,6 +221,7 @@ class _SemiNaive(Learner):
         children: list[tuple[Hashable, Hashable, float, float]],
         classes: list[Hashable],
         a: float,
+        chunk: int,
     ) -> list[float]:
         """``log P̂(y, x_p) + Σ_{j≠p} log P̂(x_j | y, x_p)`` for every class, in ``classes`` order.
 
@@ -222,6 +236,14 @@ class _SemiNaive(Learner):
         ld = log(store.feature_weight[i] + a * len(classes) * len(values))
         s = [log(pc.get(y, 0.0) + a) - ld for y in classes]
         sub = store.pairs.get(parent, _EMPTY)
+        n_classes = len(classes)
+        zeros = [0.0] * n_classes
+        ones = [1.0] * n_classes
+        # Σ log(ratio) = log Π ratio over chunks of at most ``chunk`` children:
+        # one log per chunk instead of one per child, and ``chunk`` is small
+        # enough that a product can never underflow (see _safe_chunk).
+        p = ones
+        in_chunk = 0
         const = 0.0
         for j, vj, sa, unseen in children:
             if j is i:
@@ -230,19 +252,38 @@ class _SemiNaive(Learner):
             if node is None:  # N(y, x_i, j) = 0 for every y: the term is log(α / αS_j)
                 const += unseen
                 continue
-            cg = node[0].get
-            rg = node[1].get(vj, _EMPTY).get
-            s = [
-                v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
-                for v, y in zip(s, classes, strict=True)
-            ]
-        if const:
-            s = [v + const for v in s]
+            row = node[1].get(vj, zeros)
+            p = [q * (r + a) / (c + sa) for q, r, c in zip(p, row, node[0], strict=True)]
+            in_chunk += 1
+            if in_chunk == chunk:
+                s = [v + log(q) for v, q in zip(s, p, strict=True)]
+                p = ones
+                in_chunk = 0
+        if in_chunk or const:
+            s = [v + log(q) + const for v, q in zip(s, p, strict=True)]
         return s
+
+    def _safe_chunk(self, a: float, children: list[tuple[Hashable, Hashable, float, float]]) -> int:
+        """Children whose ratios may be multiplied before taking a log, without underflow.
+
+        Each ratio ``(N(y,x_i,x_j) + α) / (N(y,x_i,j) + αS_j)`` is at least
+        ``f = α / (N + α max S_j)`` (all in raw units), so a product of ``L``
+        ratios stays above ``_SAFE_PRODUCT`` when ``L ≤ log(_SAFE_PRODUCT) / log f``.
+        """
+        if not children:
+            return 1
+        s_max = max(sa for _j, _v, sa, _u in children)  # α max S_j, raw units
+        f = a / (self._store.nb._total_weight + s_max)
+        if f >= 1.0:
+            return len(children)
+        return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
 
     # ------------------------------------------------------------------ merging
     def _merge(self, other: Any, factor: float) -> None:
         self._disc.merge(other._disc)
+        for y in other._store.classes:
+            if y not in self._store.classes:
+                self._add_class(y)
         vmap = self._store.value_map(other._store, self.max_values_per_feature)
         self._merge_extra(other, factor, vmap)
         self._store.merge(other._store, factor, vmap)
@@ -351,6 +392,8 @@ class _Dependence(_SemiNaive):
         if families:
             xd = dict(items)
             parents = self._parents
+            k = self._store.classes[y]
+            zeros = [0.0] * len(self._store.classes)
             for j, fam in families.items():
                 vj = xd.get(j, _ABSENT)
                 if vj is _ABSENT:
@@ -360,15 +403,12 @@ class _Dependence(_SemiNaive):
                     continue
                 node = fam.get(key)
                 if node is None:
-                    fam[key] = [{y: w}, {vj: {y: w}}]
-                    continue
-                ctx = node[0]
-                ctx[y] = ctx.get(y, 0.0) + w
+                    node = fam[key] = [zeros.copy(), {}]
+                node[0][k] += w
                 row = node[1].get(vj)
                 if row is None:
-                    node[1][vj] = {y: w}
-                else:
-                    row[y] = row.get(y, 0.0) + w
+                    row = node[1][vj] = zeros.copy()
+                row[k] += w
         self._weight_seen += w * self._scale  # raw w × scale = the event's weight
         if self._weight_seen >= self._next_rebuild * (1.0 - _COUNT_TOLERANCE):
             self.rebuild()
@@ -400,6 +440,8 @@ class _Dependence(_SemiNaive):
         threshold = self._raw_threshold()
         xd = dict(items)
         log = _log
+        zeros = [0.0] * len(classes)
+        never = [zeros, _EMPTY]  # parent and child never seen together
         for j, vj in items:
             values = counts.get(j)
             if values is None:
@@ -412,26 +454,24 @@ class _Dependence(_SemiNaive):
                 key = tuple([xd.get(p, _ABSENT) for p in pa])
                 if _ABSENT not in key:
                     node = families[j].get(key)
-                    if node is not None and sum(node[0].values()) < threshold:
+                    if node is not None and sum(node[0]) < threshold:
                         node = None
             if node is None:
                 for p in pa:
                     vp = xd.get(p, _ABSENT)
                     if vp is not _ABSENT and value_weight[p].get(vp, 0.0) >= threshold:
-                        node = pairs.get((p, vp), _EMPTY).get(j)
-                        if node is None:  # never together: log(α / αS_j) for every class
-                            node = [_EMPTY, _EMPTY]
+                        node = pairs.get((p, vp), _EMPTY).get(j, never)
                         break
-            if node is None:
+            if node is None:  # the CategoricalNB term
                 cg = present[j].get
                 rg = values.get(vj, _EMPTY).get
+                s = [
+                    v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
+                    for v, y in zip(s, classes, strict=True)
+                ]
             else:
-                cg = node[0].get
-                rg = node[1].get(vj, _EMPTY).get
-            s = [
-                v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
-                for v, y in zip(s, classes, strict=True)
-            ]
+                row = node[1].get(vj, zeros)
+                s = [v + log((r + a) / (c + sa)) for v, r, c in zip(s, row, node[0], strict=True)]
         return dict(zip(classes, s, strict=True))
 
     # ------------------------------------------------------------------ merging
@@ -457,6 +497,8 @@ class _Dependence(_SemiNaive):
             self._families = {j: {} for j in other._families}
             self._next_rebuild = other._next_rebuild
         self._weight_seen += other._weight_seen
+        cmap = self._store.class_map(other._store)
+        n_classes = len(self._store.classes)
         for j, fam in other._families.items():
             pa = self._parents.get(j)
             if pa != other._parents.get(j) or j not in self._families or pa is None:
@@ -468,23 +510,35 @@ class _Dependence(_SemiNaive):
                 new_key = tuple([m[v] for m, v in zip(maps, key, strict=True)])
                 node = dst.get(new_key)
                 if node is None:
-                    node = dst[new_key] = [{}, {}]
-                add_scaled(node[0], ctx, factor)
-                for vj, by_class in values.items():
-                    add_scaled(node[1].setdefault(jmap[vj], {}), by_class, factor)
+                    node = dst[new_key] = [[0.0] * n_classes, {}]
+                add_vector(node[0], ctx, cmap, factor)
+                for vj, row in values.items():
+                    t = jmap[vj]
+                    target = node[1].get(t)
+                    if target is None:
+                        target = node[1][t] = [0.0] * n_classes
+                    add_vector(target, row, cmap, factor)
+
+    def _extra_add_class(self) -> None:
+        for fam in self._families.values():
+            for ctx, values in fam.values():
+                ctx.append(0.0)
+                for row in values.values():
+                    row.append(0.0)
 
     def _rescale_extra(self, factor: float) -> None:
         for fam in self._families.values():
             for ctx, values in fam.values():
-                rescale(ctx, factor)
-                rescale(values, factor)
+                ctx[:] = [v * factor for v in ctx]
+                for row in values.values():
+                    row[:] = [v * factor for v in row]
 
     # ------------------------------------------------------------------ state
     def _extra_to_state(self) -> dict[str, Any]:
         return {
             "parents": [[j, list(pa)] for j, pa in self._parents.items()],
             "families": [
-                [j, [[list(k), tree_to_pairs(c), tree_to_pairs(v)] for k, (c, v) in fam.items()]]
+                [j, [[list(k), c, pairs(v)] for k, (c, v) in fam.items()]]
                 for j, fam in self._families.items()
             ],
             "next_rebuild": self._next_rebuild,
@@ -494,11 +548,15 @@ class _Dependence(_SemiNaive):
     def _extra_from_state(self, stats: Mapping[str, Any]) -> None:
         parents = from_pairs(stats["parents"])
         self._parents = {j: tuple(pa) for j, pa in parents.items()}
+        n_classes = len(self._store.classes)
         families: dict[Hashable, dict[tuple[Hashable, ...], Node]] = {}
         for j, fam in from_pairs(stats["families"]).items():
             families[j] = {
-                tuple(k): [tree_from_pairs(c, depth=1), tree_from_pairs(v, depth=2)]
-                for k, c, v in fam
+                tuple(k): [
+                    load_vector(c, n_classes),
+                    {v: load_vector(row, n_classes) for v, row in from_pairs(rows).items()},
+                ]
+                for k, c, rows in fam
             }
         if set(families) != {j for j, pa in self._parents.items() if len(pa) >= 2}:
             raise ValueError("families must exist exactly for features with two or more parents")
@@ -510,5 +568,5 @@ class _Dependence(_SemiNaive):
         n = sum(map(len, self._parents.values()))
         for fam in self._families.values():
             for ctx, values in fam.values():
-                n += len(ctx) + count_leaves(values)
+                n += len(ctx) * (1 + len(values))
         return n

@@ -95,8 +95,9 @@ class AODE(_SemiNaive):
         a = self.alpha / self._scale
         classes = list(class_weight)
         children = self._children(items, a)
+        chunk = self._safe_chunk(a, children)
         spode = self._spode
-        scores = [spode(p, children, classes, a) for p in parents]
+        scores = [spode(p, children, classes, a, chunk) for p in parents]
         if len(scores) == 1:
             return dict(zip(classes, scores[0], strict=True))
         out = {}

@@ -108,7 +108,8 @@ class SPODE(_SemiNaive):
             return self._fallback(items)
         a = self.alpha / self._scale
         classes = list(class_weight)
-        scores = self._spode(parent, self._children(items, a), classes, a)
+        children = self._children(items, a)
+        scores = self._spode(parent, children, classes, a, self._safe_chunk(a, children))
         return dict(zip(classes, scores, strict=True))
 
     def _best_parent(self) -> Hashable:
