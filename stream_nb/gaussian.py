@@ -273,7 +273,7 @@ class _GaussianStats:
             n = n_k[j] + w
             m = m_k[j]
             d = x_f - m
-            m += d * w / n
+            m += d * (w / n)  # w/n first: exactly 1 for a first event
             s = s_k[j] + w * d * (x_f - m)
             n_k[j] = n
             m_k[j] = m
@@ -282,7 +282,7 @@ class _GaussianStats:
             n = gn_[j] + w
             m = gm[j]
             d = x_f - m
-            m += d * w / n
+            m += d * (w / n)  # w/n first: exactly 1 for a first event
             s = gs[j] + w * d * (x_f - m)
             gn_[j] = n
             gm[j] = m
@@ -595,7 +595,7 @@ class _GaussianStats:
 def _welford(n: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
     n += w
     d = x - mean
-    mean += d * w / n
+    mean += d * (w / n)  # w/n first: the first value is kept exactly
     return n, mean, m2 + w * d * (x - mean)
 
 

@@ -8,7 +8,7 @@ Formulas (weight ``w`` added to ``(n, mean, M2)``; West 1979)::
 
     n'    = n + w
     d     = x - mean
-    mean' = mean + d · w / n'
+    mean' = mean + d · (w / n')
     M2'   = M2 + w · d · (x - mean')
 
 Chan et al. (1979) merge of ``(n_a, m_a, M2_a)`` and ``(n_b, m_b, M2_b)``::
@@ -57,7 +57,7 @@ def welford_add(
     """
     n += w
     d = x - mean
-    mean += d * w / n
+    mean += d * (w / n)  # w/n first: the first value is kept exactly
     return n, mean, m2 + w * d * (x - mean)
 
 
