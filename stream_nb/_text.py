@@ -225,8 +225,12 @@ class _TokenLearner(Learner):
         self._class_weight = class_weight
         self._total_weight = total_weight
         self._index = index
-        self._counts = dense
+        self._set_rows(dense)
         self._rebuild()
+
+    def _set_rows(self, dense: dict[str, list[float]]) -> None:
+        """Install plain count rows (a subclass may store them in another layout)."""
+        self._counts = dense
 
     # ------------------------------------------------------------------ Learner hooks
     def _merge(self, other: Any, factor: float) -> None:

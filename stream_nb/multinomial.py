@@ -8,6 +8,7 @@ from itertools import zip_longest
 from typing import Any
 
 from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
+from stream_nb._stores import rescale
 from stream_nb._text import _TokenLearner, check_counts
 
 __all__ = ["MultinomialNB"]
@@ -85,9 +86,12 @@ class MultinomialNB(_TokenLearner):
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self._inv_alpha = 1.0 / self.alpha
-        # Without forgetting: token -> [1.0, log1p(N_{0,w}/α), log1p(N_{1,w}/α), ...]
-        # (the leading 1 counts the token into X at prediction, see below).
-        self._logs: dict[str, list[float]] | None = {} if half_life is None else None
+        # One row per token, interleaved so that learning touches one list:
+        #   [1.0, log1p(N_{0,w}/α), N_{0,w}, log1p(N_{1,w}/α), N_{1,w}, ...]
+        # The leading 1 counts the token into X at prediction; a row is as long
+        # as the highest class index that touched it (missing entries are 0).
+        # With forgetting the log slots stay 0 (α changes in raw units).
+        self._cache_logs = half_life is None
 
     def _params(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "fit_prior": self.fit_prior, "class_prior": self.class_prior}
@@ -97,40 +101,37 @@ class MultinomialNB(_TokenLearner):
         total = check_counts(x)
         k = self._add_weight(y, w)
         self._class_extra["class_tokens"][y] += total * w
-        counts = self._counts
-        logs = self._logs
-        if logs is None:
+        rows = self._counts
+        i_count = 2 * k + 2  # N_{k,w}; its log1p(N/α) sits just before
+        size = i_count + 1
+        if not self._cache_logs:
             for token, c in x.items():
                 if c > 0:
-                    row = counts.get(token)
+                    row = rows.get(token)
                     if row is None:
-                        row = counts[token] = [0.0] * (k + 1)
+                        row = rows[token] = [0.0] * size
+                        row[0] = 1.0
                     try:
-                        row[k] += c * w
+                        row[i_count] += c * w
                     except IndexError:
-                        row.extend([0.0] * (k + 1 - len(row)))
-                        row[k] = c * w
+                        row.extend([0.0] * (size - len(row)))
+                        row[i_count] = c * w
             return
         inv_alpha = self._inv_alpha
         log1p = _log1p
-        j = k + 1  # class k's column in the log rows
+        i_log = i_count - 1
         for token, c in x.items():
             if c > 0:
-                row = counts.get(token)
+                row = rows.get(token)
                 if row is None:
-                    row = counts[token] = [0.0] * j
-                    log_row = logs[token] = [0.0] * (j + 1)
-                    log_row[0] = 1.0
-                else:
-                    log_row = logs[token]
+                    row = rows[token] = [0.0] * size
+                    row[0] = 1.0
                 try:
-                    n = row[k] = row[k] + c * w
-                    log_row[j] = log1p(n * inv_alpha)
+                    n = row[i_count] = row[i_count] + c * w
                 except IndexError:  # first count of class k for this token
-                    row.extend([0.0] * (j - len(row)))
-                    log_row.extend([0.0] * (j + 1 - len(log_row)))
-                    n = row[k] = c * w
-                    log_row[j] = log1p(n * inv_alpha)
+                    row.extend([0.0] * (size - len(row)))
+                    n = row[i_count] = c * w
+                row[i_log] = log1p(n * inv_alpha)
 
     # ------------------------------------------------------------------ prediction
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -143,12 +144,10 @@ class MultinomialNB(_TokenLearner):
         # Σ_w x_w log((N_{y,w}+α)/(T_y+αV))
         #   = Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)),
         # X = Σ_{w in x ∩ vocabulary} x_w; terms with N_{y,w} = 0 vanish.
-        n_classes = len(class_weight)
-        logs = self._logs
-        if logs is not None:
-            # Columns of the cached rows summed in C: acc[0] = X, acc[k + 1] = class k
-            # (rows are as long as the highest class index that touched the token).
-            get = logs.get
+        get = self._counts.get
+        if self._cache_logs:
+            # Columns of the rows summed in C: acc[0] = X, acc[2k + 1] = Σ x_w log1p(N_{k,w}/α)
+            # (the count columns are summed too and ignored).
             rows: list[list[float]] = []
             append = rows.append
             for token, c in x.items():
@@ -158,45 +157,71 @@ class MultinomialNB(_TokenLearner):
             if not rows:
                 return prior
             acc: list[float] = list(map(sum, zip_longest(*rows, fillvalue=0.0)))
-            big_x = acc[0]
         else:
-            counts = self._counts
             inv_alpha = 1.0 / alpha
             log1p = _log1p
-            acc = [0.0] * (n_classes + 1)
-            big_x = 0.0
+            acc = [0.0] * (2 * len(class_weight) + 1)
             for token, c in x.items():
-                row = counts.get(token)
+                row = get(token)
                 if row is not None:
-                    big_x += c
-                    for k, n in enumerate(row, 1):
+                    acc[0] += c
+                    for i in range(2, len(row), 2):
+                        n = row[i]
                         if n:
-                            acc[k] += c * log1p(n * inv_alpha)
+                            acc[i - 1] += c * log1p(n * inv_alpha)
+        big_x = acc[0]
         if not big_x:
             return prior
-        if len(acc) <= n_classes:
-            acc.extend([0.0] * (n_classes + 1 - len(acc)))
         log = _log
         log_alpha = log(alpha)
         smoothing = alpha * len(self._counts)
         class_tokens = self._class_extra["class_tokens"]
         index = self._index
+        width = len(acc)
+        out = {}
+        for y, p in prior.items():
+            i = 2 * index[y] + 1
+            out[y] = (
+                p
+                + (acc[i] if i < width else 0.0)
+                + big_x * (log_alpha - log(class_tokens[y] + smoothing))
+            )
+        return out
+
+    # ------------------------------------------------------------------ row layout
+    def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
+        labels = list(self._class_weight)
         return {
-            y: p + acc[index[y] + 1] + big_x * (log_alpha - log(class_tokens[y] + smoothing))
-            for y, p in prior.items()
+            token: {labels[i // 2 - 1]: row[i] for i in range(2, len(row), 2) if row[i]}
+            for token, row in self._counts.items()
         }
 
-    # ------------------------------------------------------------------ caches
+    def _set_rows(self, dense: dict[str, list[float]]) -> None:
+        rows = {}
+        for token, counts in dense.items():
+            row = [0.0] * (2 * len(counts) + 1)
+            row[0] = 1.0
+            row[2::2] = counts
+            rows[token] = row
+        self._counts = rows
+
     def _rebuild(self) -> None:
-        if self._logs is not None:
-            inv_alpha = self._inv_alpha
-            self._logs = {
-                token: [1.0, *(_log1p(n * inv_alpha) for n in row)]
-                for token, row in self._counts.items()
-            }
+        if not self._cache_logs:
+            return
+        inv_alpha = self._inv_alpha
+        for row in self._counts.values():
+            for i in range(2, len(row), 2):
+                row[i - 1] = _log1p(row[i] * inv_alpha)
+
+    def _rescale(self, factor: float) -> None:
+        rescale(self._class_weight, factor)
+        self._total_weight *= factor
+        rescale(self._class_extra["class_tokens"], factor)
+        for row in self._counts.values():
+            row[2::2] = [n * factor for n in row[2::2]]
+        self._rebuild()
 
     def _size(self) -> tuple[int, int, int]:
-        classes, features, stored = super()._size()
-        if self._logs is not None:
-            stored += sum(map(len, self._logs.values()))
-        return classes, features, stored
+        classes = len(self._class_weight)
+        stored = 2 * classes + sum(map(len, self._counts.values()))
+        return classes, len(self._counts), stored
