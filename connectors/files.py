@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import stat
 import sys
 import time
 from typing import Any
@@ -379,8 +380,10 @@ class FileSink(_FdSink):
         except OSError as exc:
             raise SinkError(f"cannot open sink file {self.path!r}: {exc}") from exc
         super().__init__(fd, name=repr(self.path), buffer_bytes=buffer_bytes)
-        self._fsync = fsync
-        self._written = os.fstat(fd).st_size
+        # A FIFO or a device (/dev/null) can be neither fsynced nor truncated.
+        self._regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        self._fsync = fsync and self._regular
+        self._written = os.fstat(fd).st_size if self._regular else 0
         self._durable = self._written
 
     def flush(self) -> None:
@@ -392,10 +395,12 @@ class FileSink(_FdSink):
                 raise SinkError(f"cannot fsync {self.name}: {exc}") from exc
         self._durable = self._written
 
-    def position(self) -> dict[str, Any]:
-        return {"bytes": self._durable}
+    def position(self) -> dict[str, Any] | None:
+        return {"bytes": self._durable} if self._regular else None
 
     def truncate(self, position: dict[str, Any]) -> None:
+        if not self._regular:
+            return
         size = position.get("bytes")
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise SinkError(f"cannot truncate {self.name} to {position!r}; expected {{'bytes': n}}")

@@ -1035,13 +1035,24 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         return 1
     prior = stream_nb.base.log_softmax(learner._joint_log_likelihood({}))
     class_weight = getattr(learner, "_class_weight", None)
+    labels, weights = getattr(learner, "_labels", None), getattr(learner, "_cw", None)
+    if (
+        not isinstance(class_weight, dict)
+        and isinstance(labels, list)
+        and isinstance(weights, list)
+    ):
+        class_weight = dict(zip(labels, weights, strict=False))  # Gaussian-family layout
     classes = []
     for c, lp in prior.items():
         entry: dict[str, Any] = {"label": c, "prior": math.exp(lp)}
         if isinstance(class_weight, dict) and c in class_weight:
             entry["count"] = class_weight[c] * learner._scale
         classes.append(entry)
-    present = getattr(learner, "_present", None) or getattr(learner, "_counts", None)
+    features: set[Any] = set()
+    for attribute in ("_kinds", "_features", "_present", "_counts"):
+        found = getattr(learner, attribute, None)
+        if isinstance(found, (dict, list)):
+            features.update(found)
     out = {
         "path": str(args.snapshot),
         "created": body.get("created"),
@@ -1050,7 +1061,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         "n_learned": learner.n_learned,
         "size": learner.model_size(),
         "classes": classes,
-        "features": sorted(present) if isinstance(present, dict) else None,
+        "features": sorted(features, key=str),
         "most_informative_features": _informative_features(learner, args.top),
         "source_position": body.get("source"),
         "sink_position": body.get("sink"),

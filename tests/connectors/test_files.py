@@ -166,3 +166,12 @@ def test_registry_urls(tmp_path):
     assert open_source("testlist:abc").next_batch(1, 0)[0].payload == b"testlist:abc"
     with pytest.raises(ConfigError, match="needs a source and/or a sink factory"):
         register("empty")
+
+
+def test_file_sink_on_a_device_is_neither_fsynced_nor_truncated():
+    sink = FileSink(os.devnull)
+    sink.write(b'{"a":1}')
+    sink.flush()
+    assert sink.position() is None
+    sink.truncate({"bytes": 0})  # nothing to do, no error
+    sink.close()
