@@ -51,6 +51,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -177,7 +178,10 @@ class KafkaSource(Source):
         *,
         group_id: str = "stream-nb",
         auto_offset_reset: str = "earliest",
-        worker_id: str = "stream-nb",
+        worker_id: str | None = None,
+        sync_topic: str | None = None,
+        sync_interval: float = 5.0,
+        exactly_once: bool = False,
         **options: Any,
     ) -> None:
         if options.get("enable_auto_commit"):
@@ -192,7 +196,16 @@ class KafkaSource(Source):
         options.pop("enable_auto_commit", None)
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         self.group_id = group_id
-        self.worker_id = worker_id
+        #: Names this process in commit metadata and sync deltas; restored from snapshots.
+        self.worker_id = worker_id if worker_id is not None else uuid.uuid4().hex[:12]
+        self._reset = auto_offset_reset
+        if exactly_once and sync_topic is None:
+            sync_topic = f"{group_id}.stream-nb-state"
+        self._sync_config: dict[str, Any] | None = (
+            None
+            if sync_topic is None
+            else {"topic": sync_topic, "interval": sync_interval, "exactly_once": exactly_once}
+        )
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
         self._consumer = KafkaConsumer(
@@ -217,6 +230,11 @@ class KafkaSource(Source):
         self.commit_failures = 0
         self.last_commit_seconds = 0.0
         self._metrics: _KafkaMetrics | None = None
+        # transactional mode (model sync / exactly-once): committed offsets win
+        self._sync: KafkaSync | None = None
+        self._revoked_since_poll = False
+        self._bootstrap = bootstrap_servers
+        self._options = dict(options)
         self._consumer.subscribe(self.topics, listener=_Listener(self))
 
     # ------------------------------------------------------------ rebalance (IO thread)
@@ -226,6 +244,7 @@ class KafkaSource(Source):
             for tp in partitions:
                 self._unchecked.pop(tp, None)
             self.rebalances[event] += 1
+            self._revoked_since_poll = True
         if self._metrics is not None:
             self._metrics.rebalance(event)
 
@@ -234,7 +253,7 @@ class KafkaSource(Source):
             self._assigned |= partitions
             self.rebalances["assigned"] += 1
             for tp in partitions:
-                offset = self._positions.get(tp)
+                offset = None if self._sync is not None else self._positions.get(tp)
                 self._unchecked[tp] = offset
                 if offset is not None:
                     self._consumer.seek(tp, offset)  # local: safe on the IO thread
@@ -269,6 +288,15 @@ class KafkaSource(Source):
                 pending = dict(self._unchecked)
             self._check_committed(pending)
         polled = self._consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        if self._revoked_since_poll:
+            with self._lock:
+                self._revoked_since_poll = False
+            if self._sync is not None:
+                # Work since the last transaction may cover partitions now owned by
+                # another worker, who restarts them from the committed offsets: drop
+                # it, and this poll's records too, and resume from the committed offsets.
+                self._sync.rollback(reseek=True)
+                return []
         out: list[Record] = []
         positions = self._positions
         for tp, messages in polled.items():
@@ -294,7 +322,13 @@ class KafkaSource(Source):
         return {"offsets": sorted([tp.topic, tp.partition, o] for tp, o in self._positions.items())}
 
     def seek(self, position: Mapping[str, Any]) -> None:
-        """Resume at a snapshot's offsets (applied when each partition is assigned)."""
+        """Resume at a snapshot's offsets (applied when each partition is assigned).
+
+        In transactional mode (:class:`KafkaSync`) the group's committed offsets
+        win instead, and this does nothing.
+        """
+        if self._sync is not None:
+            return
         try:
             offsets = {
                 TopicPartition(str(t), int(p)): int(o) for t, p, o in position.get("offsets", [])
@@ -314,6 +348,8 @@ class KafkaSource(Source):
         counted, not raised: the next snapshot's commit covers them, and until
         then a restart resumes from the snapshot anyway.
         """
+        if self._sync is not None:
+            return  # offsets are committed inside KafkaSync's transactions
         metadata = orjson.dumps({"snapshot": snapshot_id, "worker": self.worker_id}).decode()
         with self._lock:
             assigned = set(self._assigned)
@@ -341,6 +377,31 @@ class KafkaSource(Source):
         """True while a broker connection is up."""
         return _connected(self._consumer)
 
+    def _committable(self) -> dict[TopicPartition, int]:
+        """Next offsets of the assigned partitions that records were handed out from."""
+        with self._lock:
+            assigned = set(self._assigned)
+        return {tp: o for tp, o in self._positions.items() if tp in assigned}
+
+    def _reset_positions(self, *, reseek: bool) -> None:
+        """Forget positions; with ``reseek``, go back to the committed offsets (main thread)."""
+        self._positions = {}
+        if not reseek:
+            return
+        for tp in self.assignment:
+            try:
+                committed = self._consumer.committed(tp)
+            except KafkaError as exc:
+                raise SourceError(
+                    f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
+                ) from exc
+            if committed is None and self._reset == "latest":
+                self._consumer.seek_to_end(tp)
+            elif committed is None:
+                self._consumer.seek_to_beginning(tp)
+            else:
+                self._consumer.seek(tp, committed)
+
     @property
     def assignment(self) -> set[TopicPartition]:
         """Partitions currently assigned to this consumer."""
@@ -351,8 +412,17 @@ class KafkaSource(Source):
         """Publish ``stream_nb_kafka_*`` metrics on a Prometheus registry."""
         self._metrics = _KafkaMetrics(registry)
 
+    def attach_engine(self, engine: Any) -> None:
+        """Called by the CLI before ``engine.restore()``: starts model sync / exactly-once
+        (:class:`KafkaSync`) when the URL asked for it (``sync_topic``, ``exactly_once``)."""
+        if self._sync_config is not None and self._sync is None:
+            sync = KafkaSync(self, **self._sync_config)
+            sync.attach(engine)
+
     def close(self) -> None:
         """Leave the group without committing (offsets follow snapshots only)."""
+        if self._sync is not None:
+            self._sync.close()
         try:
             self._consumer.close(autocommit=False)
         except KafkaError as exc:  # pragma: no cover - best effort
@@ -384,6 +454,8 @@ class KafkaSink(Sink):
         self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
         self._futures: list[Any] = []
         self.written = 0
+        # exactly-once: records go through KafkaSync's transactional producer
+        self._sync: KafkaSync | None = None
 
     def write(
         self,
@@ -393,8 +465,9 @@ class KafkaSink(Sink):
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         """Send one record (asynchronously; :meth:`flush` waits for it)."""
+        producer = self._producer if self._sync is None else self._sync.producer
         try:
-            future = self._producer.send(self.topic, value=value, key=key, headers=headers or None)
+            future = producer.send(self.topic, value=value, key=key, headers=headers or None)
         except KafkaError as exc:
             raise SinkError(f"cannot send to Kafka topic {self.topic!r}: {exc}") from exc
         self._futures.append(future)
@@ -409,8 +482,9 @@ class KafkaSink(Sink):
             producer's ``delivery_timeout_ms``.
         """
         futures, self._futures = self._futures, []
+        producer = self._producer if self._sync is None else self._sync.producer
         try:
-            self._producer.flush(timeout=self._flush_timeout)
+            producer.flush(timeout=self._flush_timeout)
             for future in futures:
                 future.get(timeout=0)
         except KafkaError as exc:
@@ -465,6 +539,348 @@ class KafkaDeadLetterSink(KafkaSink):
         super().write(value, key=key, headers=extra)
 
 
+SYNC_FORMAT = "stream-nb/kafka-sync"
+
+
+class KafkaSync:
+    """Model sync between workers of a group, and exactly-once, via Kafka transactions.
+
+    Every ``interval`` seconds (checked after each engine batch) one transaction
+    carries the statistics this worker learned since its previous transaction
+    (a *delta*, keyed by worker id and a sequence number) to the sync topic,
+    together with the group offsets of those events (``send_offsets_to_transaction``)
+    and, with ``exactly_once``, the predictions and dead letters of the same events.
+    Then the deltas other workers committed are merged (counts add; Welford
+    moments combine by Chan's formula — :meth:`Learner.merge`), and a snapshot is
+    written. Each worker so converges to the model of the whole stream.
+
+    The delta is kept generically: a second learner of the same class
+    (``learner.clone()``) learns the same events and is replaced by a fresh one
+    after each transaction. The snapshot stores, besides the engine's model, the
+    *base*: the model as of the last committed transaction, the sync-topic
+    offsets and the last sequence number merged from every worker; restoring
+    loads the base, so no delta is merged twice and no event is learned twice:
+
+    * the group's committed offsets win over the snapshot's (an event's offset is
+      committed exactly when its delta is), so uncommitted work is redone from
+      the committed offsets, by whichever worker owns the partition then;
+    * a worker that crashed after a transaction but before its snapshot finds its
+      own newer deltas in the sync topic and merges them back;
+    * on a rebalance (revoked or lost partitions) or a failed transaction the
+      worker drops its uncommitted work and returns to the base.
+
+    Parameters
+    ----------
+    source
+        The group's :class:`KafkaSource`.
+    topic
+        The sync topic (one partition suffices; created if missing).
+    interval
+        Seconds between transactions (the sync interval T).
+    exactly_once
+        Also send predictions and dead letters in the transactions, so a
+        ``read_committed`` consumer sees each prediction exactly once.
+    **producer_options
+        Extra kafka-python producer options (security settings …).
+
+    Notes
+    -----
+    With ``half_life`` every worker's model decays with the events it learns
+    itself; merged deltas are added at their weight as published. The merged
+    model then approximates, not equals, a single daemon's forgetting model.
+    """
+
+    def __init__(
+        self,
+        source: KafkaSource,
+        *,
+        topic: str,
+        interval: float = 5.0,
+        exactly_once: bool = False,
+        **producer_options: Any,
+    ) -> None:
+        if not interval > 0:
+            raise ConfigError(f"sync interval must be positive seconds, got {interval!r}")
+        self.source = source
+        self.topic = topic
+        self.interval = float(interval)
+        self.exactly_once = exactly_once
+        self._producer_options = producer_options
+        self._producer: Any = None
+        self.seq = 0
+        self.merged: dict[str, int] = {}
+        self.sync_offsets: dict[int, int] = {}
+        self.base_state: dict[str, Any] | None = None
+        #: Deltas published / merged from other workers (for metrics and tests).
+        self.sent = 0
+        self.merged_deltas = 0
+        self.rollbacks = 0
+        self._engine: Any = None
+        self._main: Any = None
+        self._delta: Any = None
+        self._caught_up = False
+        self._last = time.monotonic()
+        self._committed: dict[TopicPartition, int] = {}
+        self._sinks: list[KafkaSink] = []
+        self._ensure_topic()
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=source._bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            **_client_options(source._options),
+        )
+        partitions = self._consumer.partitions_for_topic(topic) or {0}
+        self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
+        self._consumer.assign(self._partitions)
+
+    # ------------------------------------------------------------ wiring
+    def _ensure_topic(self) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        admin = KafkaAdminClient(
+            bootstrap_servers=self.source._bootstrap, **_client_options(self.source._options)
+        )
+        try:
+            if self.topic not in admin.list_topics():
+                admin.create_topics([NewTopic(self.topic, num_partitions=1)])
+        except TopicAlreadyExistsError:
+            pass
+        finally:
+            admin.close()
+
+    @property
+    def worker_id(self) -> str:
+        return self.source.worker_id
+
+    @property
+    def producer(self) -> Any:
+        """The transactional producer (created on first use, after restore set the worker id)."""
+        if self._producer is None:
+            options = dict(self._producer_options)
+            options.setdefault("compression_type", "gzip")
+            options.setdefault("acks", "all")
+            producer = KafkaProducer(
+                bootstrap_servers=self.source._bootstrap,
+                transactional_id=f"stream-nb.{self.source.group_id}.{self.worker_id}",
+                **options,
+            )
+            producer.init_transactions()  # fences and aborts an earlier instance's transaction
+            producer.begin_transaction()
+            self._producer = producer
+        return self._producer
+
+    def attach(self, engine: Any) -> None:
+        """Hook into an :class:`~stream_nb.engine.Engine` (before ``engine.restore()``)."""
+        self._engine = engine
+        self.source._sync = self
+        engine.add_extra_state("kafka_sync", self._provide, self._restore)
+        engine.add_batch_hook(self._on_batch)
+        self._adopt(engine.learner)
+        self.base_state = engine.learner.to_state()
+        if self.exactly_once:
+            for sink in (engine.sink, engine.dead_letters):
+                if sink is None:
+                    continue
+                if not isinstance(sink, KafkaSink):
+                    raise ConfigError(
+                        f"exactly_once needs Kafka sinks for predictions and dead letters, "
+                        f"got {type(sink).__name__}; use kafka:// URLs or drop exactly_once"
+                    )
+                sink._sync = self
+                self._sinks.append(sink)
+
+    def _adopt(self, learner: Any) -> None:
+        """Make ``learner`` the main model, teeing each learned event into a fresh delta."""
+        delta = learner.clone()
+        learn_main = type(learner).learn_one.__get__(learner)
+        learn_delta = delta.learn_one
+
+        def learn_one(x: Mapping[str, Any], y: Any, w: float = 1.0) -> None:
+            learn_main(x, y, w)
+            learn_delta(x, y, w)
+
+        learner.learn_one = learn_one
+        self._main, self._delta = learner, delta
+
+    # ------------------------------------------------------------ snapshot state
+    def _provide(self) -> dict[str, Any]:
+        return {
+            "format": SYNC_FORMAT,
+            "worker": self.worker_id,
+            "seq": self.seq,
+            "merged": dict(self.merged),
+            "offsets": sorted([p, o] for p, o in self.sync_offsets.items()),
+            "base": self.base_state,
+        }
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        from stream_nb.base import Learner
+
+        if not isinstance(state, Mapping) or state.get("format") != SYNC_FORMAT:
+            raise SourceError(f"snapshot's kafka_sync state is not {SYNC_FORMAT!r}")
+        self.source.worker_id = str(state["worker"])
+        self.seq = int(state["seq"])
+        self.merged = {str(k): int(v) for k, v in state["merged"].items()}
+        self.sync_offsets = {int(p): int(o) for p, o in state["offsets"]}
+        self.base_state = state["base"]
+        learner = Learner.from_state(self.base_state)
+        self._engine.learner = learner
+        self._adopt(learner)
+        for tp in self._partitions:
+            if tp.partition in self.sync_offsets:
+                self._consumer.seek(tp, self.sync_offsets[tp.partition])
+
+    # ------------------------------------------------------------ the loop
+    def _on_batch(self, engine: Any) -> None:
+        if engine.learner is not self._main:
+            self._adopt(engine.learner)
+        if not self._caught_up:
+            self._catch_up()
+        if time.monotonic() - self._last >= self.interval:
+            self.sync()
+
+    def _catch_up(self, timeout: float = 60.0) -> None:
+        """Read the sync topic to its end before publishing (own newer deltas included)."""
+        end = self._consumer.end_offsets(self._partitions)
+        deadline = time.monotonic() + timeout
+        while any(self._consumer.position(tp) < end[tp] for tp in self._partitions):
+            if time.monotonic() > deadline:
+                raise SourceError(f"cannot read sync topic {self.topic!r} to its end")
+            self._merge(self._consumer.poll(timeout_ms=200))
+        self._caught_up = True
+        self.base_state = self._main.to_state()
+
+    def _merge(self, polled: Mapping[Any, Any]) -> bool:
+        from stream_nb.base import Learner
+
+        merged = False
+        for tp, messages in polled.items():
+            for m in messages:
+                self.sync_offsets[tp.partition] = m.offset + 1
+                try:
+                    item = orjson.loads(m.value)
+                    worker, seq = str(item["worker"]), int(item["seq"])
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                    _log.warning("skipping malformed sync record at %s[%d]@%d", *tp, m.offset)
+                    continue
+                if worker == self.worker_id:
+                    if seq <= self.seq:
+                        continue  # published by this worker and already in the base
+                    self.seq = seq  # published before a crash that lost the snapshot
+                elif seq <= self.merged.get(worker, 0):
+                    continue
+                else:
+                    self.merged[worker] = seq
+                    self.merged_deltas += 1
+                Learner.merge(self._main, Learner.from_state(item["delta"]))
+                merged = True
+        return merged
+
+    def sync(self) -> None:
+        """One transaction (own delta + offsets [+ outputs]), then merge the others' deltas."""
+        self._last = time.monotonic()
+        source = self.source
+        offsets = source._committable()
+        changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+        has_delta = self._delta.n_learned > 0
+        if has_delta or changed:
+            producer = self.producer
+            metadata = orjson.dumps({"worker": self.worker_id, "seq": self.seq + 1}).decode()
+            start = time.perf_counter()
+            try:
+                if has_delta:
+                    record = {
+                        "worker": self.worker_id,
+                        "seq": self.seq + 1,
+                        "delta": self._delta.to_state(),
+                    }
+                    producer.send(
+                        self.topic, value=orjson.dumps(record), key=self.worker_id.encode()
+                    )
+                if offsets:
+                    producer.send_offsets_to_transaction(
+                        {tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()},
+                        source._consumer.group_metadata(),
+                    )
+                producer.commit_transaction()
+            except KafkaError as exc:
+                _log.warning("sync transaction failed, dropping uncommitted work: %s", exc)
+                self.rollback(reseek=True)
+                return
+            source.last_commit_seconds = time.perf_counter() - start
+            if source._metrics is not None:
+                source._metrics.committed(
+                    {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
+                    source.last_commit_seconds,
+                )
+            producer.begin_transaction()
+            for sink in self._sinks:
+                sink._futures.clear()
+            self._committed = dict(offsets)
+            if has_delta:
+                self.seq += 1
+                self.sent += 1
+                if source._metrics is not None:
+                    source._metrics.sync_sent.inc()
+            self._adopt(self._main)
+        before = self.merged_deltas
+        merged = self._merge(self._consumer.poll(timeout_ms=0, max_records=10_000))
+        metrics = source._metrics
+        if metrics is not None:
+            metrics.sync_merged.inc(self.merged_deltas - before)
+            lag = 0
+            for tp in self._partitions:
+                high = self._consumer.highwater(tp)
+                if high is not None:
+                    lag += max(0, high - self._consumer.position(tp))
+            metrics.sync_lag.set(lag)
+        if has_delta or changed or merged:
+            self.base_state = self._main.to_state()
+            if self._engine is not None and self._engine.checkpointer is not None:
+                self._engine.checkpoint()
+
+    def rollback(self, *, reseek: bool) -> None:
+        """Drop everything since the last committed transaction: model, outputs, positions."""
+        from stream_nb.base import Learner
+
+        self.rollbacks += 1
+        if self.source._metrics is not None:
+            self.source._metrics.rollbacks.inc()
+        if self._producer is not None:
+            try:
+                self._producer.abort_transaction()
+                self._producer.begin_transaction()
+            except KafkaError as exc:
+                _log.warning("aborting the transaction failed (%s); a new producer fences it", exc)
+                try:
+                    self._producer.close(timeout=5)
+                finally:
+                    self._producer = None
+        for sink in self._sinks:
+            sink._futures.clear()
+        if self.base_state is not None and self._engine is not None:
+            learner = Learner.from_state(self.base_state)
+            self._engine.learner = learner
+            self._adopt(learner)
+        self._committed = {}
+        self.source._reset_positions(reseek=reseek)
+
+    def close(self) -> None:
+        """Close the sync consumer and the producer (an open transaction is aborted)."""
+        self._consumer.close(autocommit=False)
+        if self._producer is not None:
+            self._producer.close(timeout=5)
+
+
+def _client_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Connection/security options of a consumer's options that other clients share."""
+    keys = ("client_id", "security_protocol", "ssl_", "sasl_", "request_timeout_ms", "api_version")
+    return {k: v for k, v in options.items() if k.startswith(keys) and k != "client_id"}
+
+
 class _KafkaMetrics:
     """``stream_nb_kafka_*`` metrics on a Prometheus registry."""
 
@@ -505,6 +921,26 @@ class _KafkaMetrics:
             "Time to commit group offsets after a snapshot.",
             registry=registry,
         )
+        self.sync_sent = Counter(
+            "stream_nb_kafka_sync_deltas_sent_total",
+            "Model deltas this worker committed to the sync topic.",
+            registry=registry,
+        )
+        self.sync_merged = Counter(
+            "stream_nb_kafka_sync_deltas_merged_total",
+            "Model deltas of other workers merged into this worker's model.",
+            registry=registry,
+        )
+        self.sync_lag = Gauge(
+            "stream_nb_kafka_sync_lag",
+            "Sync-topic records not yet read by this worker.",
+            registry=registry,
+        )
+        self.rollbacks = Counter(
+            "stream_nb_kafka_rollbacks_total",
+            "Returns to the last committed transaction (rebalance or failed transaction).",
+            registry=registry,
+        )
         for event in ("assigned", "revoked", "lost"):
             self.rebalances.labels(event=event)
 
@@ -530,3 +966,37 @@ class _KafkaMetrics:
                 self.lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
                     max(0, high - position)
                 )
+
+
+# ---------------------------------------------------------------- URL factories
+def _bind(connector: Any, options: Mapping[str, Any]) -> None:
+    metrics = options.get("metrics")
+    if metrics is not None and hasattr(connector, "bind_metrics"):
+        connector.bind_metrics(metrics.registry)
+
+
+def open_kafka_source(url: str, options: Mapping[str, Any]) -> KafkaSource:
+    """``kafka://h:p/topic[,topic]?group_id=...`` as a :class:`KafkaSource`."""
+    servers, topics, query = parse_kafka_url(url)
+    source = KafkaSource(servers, topics, **query)
+    _bind(source, options)
+    return source
+
+
+def open_kafka_sink(url: str, options: Mapping[str, Any]) -> KafkaSink:
+    """``kafka://h:p/topic`` as a :class:`KafkaSink` (a :class:`KafkaDeadLetterSink`
+    for the dead-letter role)."""
+    servers, topics, query = parse_kafka_url(url)
+    if len(topics) != 1:
+        raise ConfigError(f"a Kafka sink writes one topic, got {topics} in {url!r}")
+    cls = KafkaDeadLetterSink if options.get("role") == "dead_letters" else KafkaSink
+    return cls(servers, topics[0], **query)
+
+
+def _register() -> None:
+    from connectors.registry import register
+
+    register("kafka", source=open_kafka_source, sink=open_kafka_sink)
+
+
+_register()

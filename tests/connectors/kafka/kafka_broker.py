@@ -76,6 +76,7 @@ class KafkaBroker:
         self.log_path = self.workdir / "broker.log"
         self._proc: subprocess.Popen[bytes] | None = None
         self._formatted = False
+        self._started_once = False  # started successfully once: keep its ports and data
 
     @property
     def bootstrap(self) -> str:
@@ -125,8 +126,25 @@ class KafkaBroker:
             *args,
         ]
 
-    def start(self) -> None:
-        """Format (once), start, and wait until the broker answers metadata requests."""
+    def start(self, attempts: int = 3) -> None:
+        """Format (once), start, and wait until the broker answers metadata requests.
+
+        A first start that fails (e.g. a port taken between choosing and binding
+        it) is retried on fresh ports.
+        """
+        for attempt in range(attempts):
+            try:
+                self._start()
+                return
+            except RuntimeError:
+                self.stop()
+                if self._started_once or attempt == attempts - 1:
+                    raise
+                shutil.rmtree(self.workdir / "data", ignore_errors=True)
+                self._formatted = False
+                self.port, self.controller_port = free_port(), free_port()
+
+    def _start(self) -> None:
         config = self._write_config()
         if not self._formatted:
             subprocess.run(
@@ -154,6 +172,7 @@ class KafkaBroker:
         )
         log.close()
         self.wait_ready()
+        self._started_once = True
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
         """Block until a metadata request succeeds, or raise with the broker log tail."""
