@@ -201,10 +201,10 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     payload = {"machine": info, "rows": rows, "profile_aode_led24": profile}
-    (RESULTS / "seminaive.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (out / "seminaive.json").write_text(json.dumps(payload, indent=2) + "\n")
     lines = [
         "# Semi-naive Bayes: prequential throughput, memory, accuracy",
         "",
@@ -224,7 +224,7 @@ def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None)
         )
     if profile:
         lines += ["", "AODE on led24, cProfile (tottime):", "", "```", profile.strip(), "```"]
-    (RESULTS / "seminaive.md").write_text("\n".join(lines) + "\n")
+    (out / "seminaive.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,9 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small smoke run (few events)")
     parser.add_argument("--events", type=int, default=3000, help="events per stream")
     parser.add_argument("--profile", action="store_true", help="add a cProfile of AODE on LED")
-    parser.add_argument("--no-write", action="store_true", help="do not write results/")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the results")
+    parser.add_argument("--no-write", action="store_true", help="do not write any results")
     args = parser.parse_args(argv)
-    n = 60 if args.quick else args.events
+    n = 30 if args.quick else args.events
     if n < 10:
         parser.error(f"--events must be at least 10, got {n}")
     rows = run({"led24": n, "tree": n, "agrawal": n})
@@ -245,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if profile:
         print(profile)
     if not args.no_write:
-        write(rows, machine(), profile)
+        write(rows, machine(), profile, args.out)
     return 0
 
 

@@ -141,6 +141,8 @@ CASES = [
     pytest.param(1.0, 1.0, None, id="alpha1-m1"),
     pytest.param(0.3, 3.0, None, id="alpha0.3-m3"),
     pytest.param(1.0, 2.0, 15.0, id="alpha1-m2-half_life15"),
+    # ratios down to 1e-102: products of children are folded every 2 (no underflow)
+    pytest.param(1e-100, 1.0, None, id="alpha1e-100-m1"),
 ]
 
 
