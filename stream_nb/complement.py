@@ -21,7 +21,7 @@ _fsum = math.fsum
 #: max(this, _REFRESH_RATIO × stored counts): float drift stays bounded (see
 #: docs/text.md for measurements) at an amortised cost of 1/_REFRESH_RATIO.
 _REFRESH_MIN_UPDATES = 1 << 16
-_REFRESH_RATIO = 32
+_REFRESH_RATIO = 16
 
 
 class ComplementNB(_TokenLearner):
