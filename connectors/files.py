@@ -280,6 +280,9 @@ class StdinSource(_LineSource):
 class _FdSink(Sink):
     """Buffered newline-terminated records to a file descriptor."""
 
+    #: Line sinks ignore message keys: the engine need not compute them.
+    uses_keys = False
+
     def __init__(self, fd: int, *, name: str, buffer_bytes: int) -> None:
         self._fd = fd
         self.name = name

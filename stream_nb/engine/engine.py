@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ import orjson
 
 from connectors.base import Record, Sink, Source
 from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
-from stream_nb.base import Learner, log_softmax
+from stream_nb.base import Learner
 from stream_nb.engine.checkpoint import Checkpointer
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
@@ -45,6 +46,10 @@ _log = logging.getLogger("stream_nb.engine")
 
 ENGINE_STATE_FORMAT = "stream-nb/engine"
 _OPT_NON_STR = orjson.OPT_NON_STR_KEYS
+_NEG_INF = float("-inf")
+_exp = math.exp
+_ln = math.log
+
 #: Seconds between two model-size measurements (an O(model) walk) for metrics.
 _MODEL_SIZE_EVERY = 5.0
 
@@ -504,11 +509,15 @@ class Engine:
         last_ts: float | None = None
         batch_start = perf()
         counter = self.consumed
+        sampling = metrics is not None
+        keyed = getattr(self.sink, "uses_keys", True)
+        timed = False
         for record in records:
-            counter += 1
-            timed = metrics is not None and counter % sample_every == 0
-            if timed:
-                t0 = perf()
+            if sampling:
+                counter += 1
+                timed = counter % sample_every == 0
+                if timed:
+                    t0 = perf()
             payload = record.payload
             try:
                 x, y, eid, w = decode(payload)
@@ -519,8 +528,6 @@ class Engine:
                 n_rejected += 1
                 self._reject(record, exc.reason, str(exc))
                 continue
-            if record.timestamp is not None:
-                last_ts = record.timestamp
             if x is None:
                 # Label-only event: score the earlier prediction and learn its features.
                 pending = None if delayed is None else delayed.pop(eid)
@@ -556,8 +563,9 @@ class Engine:
                 self._reject(record, _reason(exc, "predict_error"), str(exc))
                 continue
             if jll:
-                lp = log_softmax(jll)
-                y_pred = decide(lp) if decide is not None else max(jll, key=jll.__getitem__)
+                lp, y_pred = _log_softmax_argmax(jll)
+                if decide is not None:
+                    y_pred = decide(lp)
             else:
                 lp = {}
                 y_pred = None
@@ -581,11 +589,14 @@ class Engine:
             except TypeError:  # non-string class labels as log_proba keys: switch for good
                 dump_option = self._dump_option = _OPT_NON_STR
                 line = dumps(out, option=dump_option)
-            # Keyed by the source record's key, else the event id (Kafka partitioning).
-            key = record.key
-            if key is None and eid is not None:
-                key = str(eid).encode()
-            write(line, key=key)
+            if keyed:
+                # Keyed by the source record's key, else the event id (Kafka partitioning).
+                key = record.key
+                if key is None and eid is not None:
+                    key = str(eid).encode()
+                write(line, key=key)
+            else:
+                write(line)
             n_pred += 1
             if timed:
                 t3 = perf()
@@ -615,6 +626,10 @@ class Engine:
                 t_learn += t4 - t3  # evaluate time is subtracted below
                 metrics.record_event_latency(t4 - t0)  # type: ignore[union-attr]
         consumed = len(records)
+        for record in reversed(records):
+            if record.timestamp is not None:
+                last_ts = record.timestamp
+                break
         self.consumed += consumed
         self._since_checkpoint += consumed
         self.predictions += n_pred
@@ -660,6 +675,25 @@ class Engine:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now
                 metrics.record_model_size(learner.model_size())
+
+
+def _log_softmax_argmax(jll: dict[Hashable, float]) -> tuple[dict[Hashable, float], Hashable]:
+    """``(log_softmax(jll), first argmax of jll)`` in one pass over the scores.
+
+    Bit-identical to :func:`stream_nb.base.log_softmax` and to ``predict_one``
+    (same max shift, same left-to-right sum, first maximum wins ties).
+    ``jll`` must not be empty.
+    """
+    values = list(jll.values())
+    m = max(values)
+    y_pred = list(jll)[values.index(m)]
+    if m == _NEG_INF:
+        return {}, y_pred
+    total = 0.0
+    for v in values:
+        total += _exp(v - m)
+    lse = m + _ln(total)
+    return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
 def _reason(exc: Exception, default: str) -> str:

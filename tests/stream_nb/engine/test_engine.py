@@ -409,3 +409,18 @@ def test_config_errors():
         Engine(CategoricalNB(), src, sink, top_k=0)
     with pytest.raises(ConfigError, match="checkpoint_every must be a positive integer"):
         Engine(CategoricalNB(), src, sink, checkpoint_every=0)
+
+
+def test_fused_log_softmax_argmax_is_bit_identical_to_the_library():
+    import random
+
+    from stream_nb.base import log_softmax
+    from stream_nb.engine.engine import _log_softmax_argmax
+
+    rng = random.Random(1)
+    cases = [{"a": 0.0, "b": 0.0}, {"a": -math.inf, "b": -math.inf}, {1: -math.inf, 2: -3.0}]
+    for _ in range(500):
+        k = rng.randint(1, 6)
+        cases.append({c: rng.choice([rng.uniform(-800, 5), -math.inf, 0.0]) for c in range(k)})
+    for jll in cases:
+        assert _log_softmax_argmax(jll) == (log_softmax(jll), max(jll, key=jll.__getitem__))
