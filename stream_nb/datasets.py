@@ -170,6 +170,8 @@ def agrawal(
     ``zipcode`` 0…8; ``hvalue`` ~ k × 100k × U(0.5, 1.5) with ``k = 9 − zipcode``;
     ``hyears`` 1…30; ``loan`` ~ U(0, 500k). The label is 0 for the paper's
     "Group A" under classification function ``F<function>`` and 1 otherwise.
+    F5 follows the paper (it tests ``loan``); river's ``classification_function=4``
+    tests ``salary`` in two places instead.
 
     Parameters
     ----------
