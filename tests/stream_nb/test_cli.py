@@ -595,3 +595,53 @@ def test_metrics_endpoint_of_a_running_daemon(tmp_path):
     assert value("stream_nb_predictions_emitted_total") == 500
     assert value("stream_nb_prequential_evaluated_total") == 500
     assert value('stream_nb_build_info{learner="CategoricalNB",version="0.1.0"}') == 1
+
+
+def test_progress_line_only_on_a_terminal():
+    import pty
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    proc = subprocess.Popen(
+        [
+            EXE,
+            "run",
+            "--model",
+            "CategoricalNB",
+            "--demo",
+            "agrawal",
+            "--limit",
+            "2000",
+            "--sink",
+            os.devnull,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO once the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    tty_err = b"".join(chunks)
+    assert re.search(rb"\r[\d,]+ events  [\d,]+/s", tty_err)
+    piped = cli(
+        "run",
+        "--model",
+        "CategoricalNB",
+        "--demo",
+        "agrawal",
+        "--limit",
+        "2000",
+        "--sink",
+        os.devnull,
+    )
+    assert b"\r" not in piped.stderr and b"events  " not in piped.stderr
