@@ -121,6 +121,7 @@ class _SemiNaive(Learner):
         self.warmup = check_int(warmup, "warmup", 1)
         self.bin_edges = check_bin_edges(bin_edges)
         self.schema = check_schema(schema)
+        self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
         self._store = PairStore(self.alpha)
         self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
 
@@ -143,18 +144,20 @@ class _SemiNaive(Learner):
         counts: dict[Any, Any] = self._store.nb._counts
         cap = self.max_values_per_feature
         out: list[Item] = []
+        for f in self._declared_numeric:  # validate before the discretiser changes
+            v = x.get(f)
+            if v is not None and type(v) is not float and type(v) is not int:
+                raise InvalidEventError(
+                    f"feature {f!r} is numeric in the schema but got {v!r}; send a number "
+                    "or None (missing)",
+                    reason="invalid_value",
+                )
         for f, v in x.items():
             if v is None:
                 continue
             tv = type(v)
             kind = None if schema is None else schema.get(f)
             if kind == "numeric" or (kind is None and (tv is float or tv is int)):
-                if tv is not float and tv is not int:
-                    raise InvalidEventError(
-                        f"feature {f!r} is numeric in the schema but got {v!r}; send a number "
-                        "or None (missing)",
-                        reason="invalid_value",
-                    )
                 if v != v:  # NaN: missing
                     continue
                 v = disc.learn_value(f, v) if learning else disc.bin_value(f, v)

@@ -263,8 +263,11 @@ def test_schema_overrides_types() -> None:
     model = AODE(schema={"code": "categorical", "n": "numeric"}, warmup=1)
     model.learn_one({"code": 7, "n": 3}, "y")
     assert model._store.nb._counts["code"] == {7: {"y": 1.0}}
+    model.learn_one({"t": 1.0}, "y")  # "t" warms up (warmup=1 freezes it at once)
+    before = model.to_state()
     with pytest.raises(InvalidEventError, match="feature 'n' is numeric in the schema"):
-        model.learn_one({"n": "three"}, "y")
+        model.learn_one({"t": 2.0, "n": "three"}, "y")
+    assert model.to_state() == before  # nothing learned from the rejected event
     assert model.predict_proba_one({"n": float("nan"), "code": None}) == {"y": 1.0}
 
 
