@@ -246,13 +246,25 @@ class _SemiNaive(Learner):
         # one log per chunk instead of one per child, and ``chunk`` is small
         # enough that a product can never underflow (see _safe_chunk).
         p = ones
-        in_chunk = 0
         const = 0.0
+        get = sub.get
+        if chunk >= len(children):  # the usual case: one log per class at the end
+            for j, vj, sa, unseen in children:
+                if j is i:
+                    continue
+                node = get(j)
+                if node is None:  # N(y, x_i, j) = 0 for every y: the term is log(α / αS_j)
+                    const += unseen
+                    continue
+                row = node[1].get(vj, zeros)
+                p = [q * (r + a) / (c + sa) for q, r, c in zip(p, row, node[0], strict=True)]
+            return [v + log(q) + const for v, q in zip(s, p, strict=True)]
+        in_chunk = 0
         for j, vj, sa, unseen in children:
             if j is i:
                 continue
-            node = sub.get(j)
-            if node is None:  # N(y, x_i, j) = 0 for every y: the term is log(α / αS_j)
+            node = get(j)
+            if node is None:
                 const += unseen
                 continue
             row = node[1].get(vj, zeros)
@@ -262,9 +274,7 @@ class _SemiNaive(Learner):
                 s = [v + log(q) for v, q in zip(s, p, strict=True)]
                 p = ones
                 in_chunk = 0
-        if in_chunk or const:
-            s = [v + log(q) + const for v, q in zip(s, p, strict=True)]
-        return s
+        return [v + log(q) + const for v, q in zip(s, p, strict=True)]
 
     def _safe_chunk(self, a: float, children: list[tuple[Hashable, Hashable, float, float]]) -> int:
         """Children whose ratios may be multiplied before taking a log, without underflow.
