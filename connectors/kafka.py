@@ -206,6 +206,8 @@ class KafkaSource(Source):
             if sync_topic is None
             else {"topic": sync_topic, "interval": sync_interval, "exactly_once": exactly_once}
         )
+        # Reconnect with backoff capped at a few seconds (kafka-python's default cap is 30 s).
+        options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
         self._consumer = KafkaConsumer(
@@ -450,6 +452,7 @@ class KafkaSink(Sink):
         options.setdefault("linger_ms", 5)
         options.setdefault("delivery_timeout_ms", 120_000)
         options.setdefault("request_timeout_ms", 30_000)
+        options.setdefault("reconnect_backoff_max_ms", 5000)
         self._flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
         self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
         self._futures: list[Any] = []

@@ -136,6 +136,23 @@ def wait_committed(
     )
 
 
+def group_members_with_partitions(bootstrap: str, group: str) -> int:
+    """Members of a stable group that hold at least one partition."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        info = admin.describe_groups([group]).get(group) or {}
+    except KafkaError:
+        return 0
+    finally:
+        admin.close()
+    if info.get("group_state") != "Stable":
+        return 0
+    return sum(
+        any(t["partitions"] for t in m["member_assignment"]["assigned_partitions"])
+        for m in info.get("members", [])
+    )
+
+
 def read_topic(
     bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False
 ) -> list[Any]:

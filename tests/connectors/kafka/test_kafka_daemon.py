@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import orjson
 import pytest
+from kafka_broker import KafkaBroker, free_port
 from kafka_helpers import (
     MODEL,
     Daemon,
@@ -21,6 +26,7 @@ from kafka_helpers import (
     read_topic,
     reference_model,
     wait_committed,
+    wait_for,
 )
 
 from stream_nb import CategoricalNB
@@ -28,6 +34,17 @@ from stream_nb import CategoricalNB
 PARTITIONS = 3
 #: Fast failure detection and restarts in tests (the broker's minimum session timeout).
 GROUP_OPTIONS = "session_timeout_ms=6000&heartbeat_interval_ms=1000"
+
+
+def readyz(port: int) -> int:
+    """HTTP status of the daemon's /readyz (0 when it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return 0
 
 
 def daemon_args(
@@ -119,3 +136,85 @@ def test_bad_records_reach_the_dead_letter_topic_with_headers(round_trip: dict) 
         assert int(headers["stream_nb.source.offset"]) == letter["position"]["offset"]
         assert letter["payload"].encode() in round_trip["bad"].values()
     assert reasons == {"invalid_json", "not_object", "invalid_features"}
+
+
+def produce_slowly(bootstrap: str, topic: str, events: list, first: int) -> None:
+    """Send events in ten slices over about two seconds."""
+    step = max(1, len(events) // 10)
+    for i in range(0, len(events), step):
+        payloads = [orjson.dumps(e) for e in events[i : i + step]]
+        produce(bootstrap, topic, payloads, PARTITIONS, first=first + i)
+        time.sleep(0.2)
+
+
+def test_crash_safety_kill_9_at_random_points(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    """Six kill -9s at random moments, a restart each time: the model is exactly the model
+    of one uninterrupted pass (nothing lost, nothing learned twice)."""
+    topic, out, dlq, group = f"crash-{unique}", f"crash-out-{unique}", f"crash-dlq-{unique}", unique
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(3000, seed=2)
+    rng = random.Random(7)
+    # Static membership: a restarted daemon takes its partitions back without waiting
+    # for the killed one's session to expire.
+    args = daemon_args(
+        kafka_bootstrap, topic, group, out, dlq, tmp_path / "cp", "&group_instance_id=worker-1"
+    )
+    args[args.index("--batch-size") + 1] = "25"
+    args[args.index("--checkpoint-interval") + 1] = "0.1"
+    kills = 0
+    chunk = 500
+    for first in range(0, len(events), chunk):
+        daemon = Daemon(tmp_path, "daemon", args).start()
+        # Events keep arriving while the daemon starts, runs and is killed.
+        feeder = threading.Thread(
+            target=produce_slowly,
+            args=(kafka_bootstrap, topic, events[first : first + chunk], first),
+        )
+        feeder.start()
+        time.sleep(rng.uniform(1.0, 4.0))
+        assert daemon.alive(), daemon.log()
+        daemon.kill()
+        kills += 1
+        feeder.join()
+    assert kills >= 5
+    daemon = Daemon(tmp_path, "daemon", args).start()
+    try:
+        wait_committed(kafka_bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))
+    ids = {p["id"] for p in predictions(read_topic(kafka_bootstrap, out, 1))}
+    assert ids == {e["id"] for e in events}  # at least one prediction per event
+
+
+def test_broker_restart_mid_stream_loses_nothing(own_broker: KafkaBroker, tmp_path: Path) -> None:
+    """The broker stops and comes back: readiness drops meanwhile, and no event is lost."""
+    bootstrap = own_broker.bootstrap
+    topic, group = "events", "restart"
+    create_topic(bootstrap, topic, PARTITIONS)
+    events = make_events(2000, seed=3)
+    produce(bootstrap, topic, [orjson.dumps(e) for e in events[:1000]], PARTITIONS)
+    port = free_port()
+    args = daemon_args(bootstrap, topic, group, "out", "dlq", tmp_path / "cp")
+    args += ["--metrics-address", f"127.0.0.1:{port}"]
+    args[args.index("--batch-size") + 1] = "50"
+    daemon = Daemon(tmp_path, "daemon", args).start()
+    try:
+        wait_for(
+            lambda: sum(committed_offsets(bootstrap, group, topic).values()) > 0,
+            60,
+            "first commits",
+            daemons=[daemon],
+        )
+        assert readyz(port) == 200
+        own_broker.stop()
+        wait_for(lambda: readyz(port) == 503, 60, "readiness to turn false", daemons=[daemon])
+        own_broker.start()
+        produce(bootstrap, topic, [orjson.dumps(e) for e in events[1000:]], PARTITIONS, 1000)
+        wait_committed(bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
+        assert readyz(port) == 200
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))

@@ -1,0 +1,142 @@
+"""Two ``stream-nb run`` daemons in one consumer group, with model sync, on a real broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from kafka_helpers import (
+    MODEL,
+    Daemon,
+    assert_same_model,
+    committed_offsets,
+    create_topic,
+    group_members_with_partitions,
+    make_events,
+    model_of,
+    predictions,
+    produce,
+    read_topic,
+    reference_model,
+    snapshot,
+    wait_committed,
+    wait_for,
+)
+
+from stream_nb import CategoricalNB
+
+PARTITIONS = 4
+SYNC_INTERVAL = 0.5
+
+
+def worker_args(
+    bootstrap: str, unique: str, worker: str, checkpoints: Path, extra: str = ""
+) -> list:
+    source = (
+        f"kafka://{bootstrap}/events-{unique}?group_id=g-{unique}&sync_topic=sync-{unique}"
+        f"&sync_interval={SYNC_INTERVAL}&worker_id={worker}"
+        f"&session_timeout_ms=6000&heartbeat_interval_ms=1000{extra}"
+    )
+    return [
+        "--source",
+        source,
+        "--sink",
+        f"kafka://{bootstrap}/out-{unique}",
+        "--dead-letters",
+        f"kafka://{bootstrap}/dlq-{unique}",
+        "--model",
+        MODEL,
+        "--id-field",
+        "id",
+        "--checkpoint-dir",
+        str(checkpoints),
+        "--checkpoint-interval",
+        "1",
+        "--batch-size",
+        "50",
+        "--log-level",
+        "INFO",
+    ]
+
+
+def learned(directory: Path) -> int:
+    try:
+        return model_of(directory).n_learned
+    except AssertionError:  # no snapshot yet
+        return -1
+
+
+def test_two_workers_converge_to_the_single_daemon_model(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    topic = f"events-{unique}"
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(2000, seed=4)
+    reference = reference_model(CategoricalNB(), events)
+    a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")).start()
+    b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b")).start()
+    try:
+        wait_for(
+            lambda: group_members_with_partitions(kafka_bootstrap, f"g-{unique}") == 2,
+            60,
+            "both workers to hold partitions",
+            daemons=[a, b],
+        )
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events], PARTITIONS)
+        wait_committed(kafka_bootstrap, f"g-{unique}", topic, PARTITIONS, 120, daemons=[a, b])
+        # after all events and a sync interval, both models hold every event
+        wait_for(
+            lambda: learned(tmp_path / "a") == learned(tmp_path / "b") == len(events),
+            60,
+            "both workers to merge each other's deltas",
+            daemons=[a, b],
+        )
+    finally:
+        assert a.stop() == 0, a.log()
+        assert b.stop() == 0, b.log()
+    for worker, other in (("a", "b"), ("b", "a")):
+        assert_same_model(model_of(tmp_path / worker), reference)
+        sync = snapshot(tmp_path / worker)["extra"]["kafka_sync"]
+        assert sync["seq"] >= 1 and sync["merged"][other] >= 1  # both learned, both merged
+    ids = {p["id"] for p in predictions(read_topic(kafka_bootstrap, f"out-{unique}", 1))}
+    assert ids == {e["id"] for e in events}
+
+
+def test_killed_worker_partitions_move_and_the_model_stays_exact(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    topic, group = f"events-{unique}", f"g-{unique}"
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(2000, seed=5)
+    reference = reference_model(CategoricalNB(), events)
+    a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")).start()
+    b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b")).start()
+    try:
+        wait_for(
+            lambda: group_members_with_partitions(kafka_bootstrap, group) == 2,
+            60,
+            "both workers to hold partitions",
+            daemons=[a, b],
+        )
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events[:1000]], PARTITIONS)
+        wait_for(
+            lambda: len(committed_offsets(kafka_bootstrap, group, topic)) == PARTITIONS,
+            60,
+            "both workers to commit",
+            daemons=[a, b],
+        )
+        b.kill()  # mid-stream: its uncommitted work is redone by a
+        produce(
+            kafka_bootstrap,
+            topic,
+            [orjson.dumps(e) for e in events[1000:]],
+            PARTITIONS,
+            first=1000,
+        )
+        wait_committed(kafka_bootstrap, group, topic, PARTITIONS, 120, daemons=[a])
+        wait_for(lambda: learned(tmp_path / "a") == len(events), 60, "a's model", daemons=[a])
+    finally:
+        if b.alive():
+            b.kill()
+        assert a.stop() == 0, a.log()
+    assert_same_model(model_of(tmp_path / "a"), reference)
