@@ -16,6 +16,7 @@ The resulting ``(feature, value)`` items are what the :class:`PairStore` counts.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -124,6 +125,9 @@ class _SemiNaive(Learner):
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
         self._store = PairStore(self.alpha)
         self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
+        # events learned while some of their numeric features were warming up:
+        # [items, {feature: raw value}, y, raw w], replayed when the bins freeze
+        self._pending: list[list[Any]] = []
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -137,8 +141,14 @@ class _SemiNaive(Learner):
         }
 
     # ------------------------------------------------------------------ encoding
-    def _encode(self, x: Mapping[Any, Any], learning: bool) -> list[Item]:
-        """The event's present ``(feature, value)`` items after discretisation and the cap."""
+    def _encode(
+        self, x: Mapping[Any, Any], learning: bool, pending: dict[Any, float] | None = None
+    ) -> list[Item]:
+        """The event's present ``(feature, value)`` items after discretisation and the cap.
+
+        When learning, numeric values still in their feature's warm-up are left
+        out of the items and put in ``pending``.
+        """
         schema = self.schema
         disc = self._disc
         counts: dict[Any, Any] = self._store.nb._counts
@@ -160,8 +170,11 @@ class _SemiNaive(Learner):
             if kind == "numeric" or (kind is None and (tv is float or tv is int)):
                 if v != v:  # NaN: missing
                     continue
+                raw = v
                 v = disc.learn_value(f, v) if learning else disc.bin_value(f, v)
                 if v is None:
+                    if pending is not None:
+                        pending[f] = raw
                     continue
             if cap is not None:
                 values = counts.get(f)
@@ -176,11 +189,49 @@ class _SemiNaive(Learner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        items = self._encode(x, True)
+        pending: dict[Any, float] = {}
+        items = self._encode(x, True, pending)
         if y not in self._store.classes:
             self._add_class(y)
         self._store.learn(items, y, w)
         self._after_learn(items, y, w)
+        if pending:
+            self._pending.append([list(items), pending, y, w])
+            self._replay()
+
+    def _replay(self) -> None:
+        """Add the buffered warm-up values of every feature whose bins are now frozen.
+
+        Each such value is binned with the frozen cut points (and the cap) and
+        its single and pair counts are added to its event, so the store ends up
+        exactly as if the cut points had been known from the first event
+        (family counts of KDB excepted: they only count live events).
+        """
+        edges = self._disc.edges
+        keep = []
+        store = self._store
+        for entry in self._pending:
+            items, pending, y, w = entry
+            for f in [f for f in pending if f in edges]:
+                item = (f, self._capped(f, bisect_right(edges[f], pending.pop(f))))
+                store.add_item(items, item, y, w)
+                items.append(item)
+            if pending:
+                keep.append(entry)
+        self._pending = keep
+
+    def _capped(self, f: Hashable, v: Hashable) -> Hashable:
+        """``v``, or the "other" bucket if feature ``f`` is full."""
+        cap = self.max_values_per_feature
+        values: Any = self._store.nb._counts.get(f)  # type: ignore[call-overload]
+        if (
+            cap is not None
+            and values is not None
+            and v not in values
+            and len(values) - (OTHER in values) >= cap
+        ):
+            return OTHER
+        return v
 
     def _add_class(self, y: Hashable) -> None:
         """Give a new class an index in every count vector."""
@@ -300,6 +351,10 @@ class _SemiNaive(Learner):
         vmap = self._store.value_map(other._store, self.max_values_per_feature)
         self._merge_extra(other, factor, vmap)
         self._store.merge(other._store, factor, vmap)
+        for items, pending, y, w in other._pending:
+            mapped = [(f, vmap[f][v]) for f, v in items]
+            self._pending.append([mapped, dict(pending), y, w * factor])
+        self._replay()
 
     def _merge_extra(
         self, other: Any, factor: float, vmap: Mapping[Hashable, Mapping[Hashable, Hashable]]
@@ -308,6 +363,8 @@ class _SemiNaive(Learner):
 
     def _rescale(self, factor: float) -> None:
         self._store.rescale(factor)
+        for entry in self._pending:
+            entry[3] *= factor
         self._rescale_extra(factor)
 
     def _rescale_extra(self, factor: float) -> None:
@@ -318,12 +375,25 @@ class _SemiNaive(Learner):
         return {
             "store": self._store.to_state(),
             "discretiser": self._disc.to_state(),
+            "pending": [
+                [[list(item) for item in items], pairs(pending), y, w]
+                for items, pending, y, w in self._pending
+            ],
             **self._extra_to_state(),
         }
 
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
         self._store.load_state(stats["store"])
         self._disc.load_state(stats["discretiser"])
+        buffered = []
+        for items, pending, y, w in stats["pending"]:
+            raw = from_pairs(pending)
+            if not raw or not all(type(v) in (int, float) for v in raw.values()):
+                raise ValueError("pending warm-up values must be numbers")
+            if y not in self._store.classes or not (w > 0 and math.isfinite(w)):
+                raise ValueError(f"pending event with unknown class {y!r} or bad weight {w!r}")
+            buffered.append([[(f, v) for f, v in items], raw, y, float(w)])
+        self._pending = buffered
         self._extra_from_state(stats)
 
     def _extra_to_state(self) -> dict[str, Any]:
@@ -335,6 +405,7 @@ class _SemiNaive(Learner):
     def _size(self) -> tuple[int, int, int]:
         nb = self._store.nb
         stored = self._store.size() + self._disc.size() + self._extra_size()
+        stored += sum(len(e[0]) + len(e[1]) + 1 for e in self._pending)
         return len(nb._class_weight), len(nb._present), stored
 
     def _extra_size(self) -> int:

@@ -138,6 +138,44 @@ class PairStore:
                     row = node[1][vj] = zeros.copy()
                 row[k] += w
 
+    def add_item(self, items: list[Item], item: Item, y: Hashable, w: float) -> None:
+        """Add feature ``item`` to an event already learned with ``items`` (warm-up replay).
+
+        Adds the single counts of ``item`` and its pair counts with every item
+        of the event, in both directions: afterwards the store is exactly as if
+        the event had been learned with ``items + [item]``.
+        """
+        nb = self.nb
+        f, v = item
+        present: dict[Any, Any] = nb._present
+        if f not in present:
+            present[f] = {}
+            nb._counts[f] = {}  # type: ignore[index]
+            self.value_weight[f] = {}
+            self.feature_weight[f] = 0.0
+        by_class = present[f]
+        by_class[y] = by_class.get(y, 0.0) + w
+        self.feature_weight[f] += w
+        values: dict[Any, Any] = nb._counts[f]  # type: ignore[index]
+        vc = values.setdefault(v, {})
+        vc[y] = vc.get(y, 0.0) + w
+        fvw = self.value_weight[f]
+        fvw[v] = fvw.get(v, 0.0) + w
+        k = self.classes[y]
+        n_classes = len(self.classes)
+        pairs = self.pairs
+        sub = pairs.setdefault(item, {})
+        for other in items:
+            for parent, j, vj in ((sub, other[0], other[1]), (pairs.setdefault(other, {}), f, v)):
+                node = parent.get(j)
+                if node is None:
+                    node = parent[j] = [[0.0] * n_classes, {}]
+                node[0][k] += w
+                row = node[1].get(vj)
+                if row is None:
+                    row = node[1][vj] = [0.0] * n_classes
+                row[k] += w
+
     # ------------------------------------------------------------------ merging
     def value_map(
         self, other: PairStore, cap: int | None

@@ -246,17 +246,74 @@ def test_discretiser_warm_up_then_frozen_bins() -> None:
     assert equal_frequency_edges([5.0] * 10, 3) == []
 
 
-def test_numeric_features_are_missing_during_warm_up_and_binned_after() -> None:
+def test_warm_up_values_are_replayed_once_the_bins_freeze() -> None:
     model = AODE(warmup=5, n_bins=2)
-    for i in range(5):
+    for i in range(4):
         model.learn_one({"t": float(i), "c": "a"}, i % 2)
-    assert "t" not in model._store.nb._counts  # warm-up values: missing
-    model.learn_one({"t": 10.0, "c": "a"}, 0)
-    assert model._store.nb._counts["t"] == {1: {0: 1.0}}
-    fixed = AODE(bin_edges={"t": [2.5]})
-    for i in range(5):
-        fixed.learn_one({"t": float(i), "c": "a"}, i % 2)
-    assert set(fixed._store.nb._counts["t"]) == {0, 1}
+    assert "t" not in model._store.nb._counts  # warm-up: not counted yet
+    assert len(model._pending) == 4
+    model.learn_one({"t": 4.0, "c": "a"}, 0)  # the 5th value freezes the bins
+    assert model._disc.edges["t"] == [1.5]  # {0, 1} | {2, 3, 4}
+    assert model._store.nb._counts["t"] == {0: {0: 1.0, 1: 1.0}, 1: {0: 2.0, 1: 1.0}}
+    assert model._store.pairs[("c", "a")]["t"][1] == {0: [1.0, 1.0], 1: [2.0, 1.0]}
+    assert model._pending == []
+
+
+@pytest.mark.parametrize("half_life", [None, 30.0])
+@pytest.mark.parametrize("name", ["AODE", "TAN"])
+def test_warm_up_then_freeze_equals_bins_known_from_the_start(
+    name: str, half_life: float | None
+) -> None:
+    """Two numeric features, one appearing late: replay makes the counts exact."""
+    rng = random.Random(4)
+    events = []
+    for t in range(300):
+        y = rng.randrange(3)
+        x: dict[str, Any] = {"c": f"c{(y + rng.randrange(2)) % 3}", "t": rng.gauss(y, 1.0)}
+        if t >= 60:
+            x["u"] = rng.gauss(-y, 2.0) if rng.random() < 0.9 else None
+        events.append((x, y))
+    learned = FACTORIES[name](warmup=40, half_life=half_life)
+    for x, y in events:
+        learned.learn_one(x, y)
+    edges = learned._disc.edges  # type: ignore[attr-defined]
+    assert set(edges) == {"t", "u"}
+    fixed = FACTORIES[name](bin_edges=edges, half_life=half_life)
+    for x, y in events:
+        fixed.learn_one(x, y)
+    probes = [x for x, _ in events[::15]]
+    if name == "AODE":
+        assert_same(learned, fixed, probes, tol=1e-9)
+    else:
+        learned.rebuild()  # structures were rebuilt at different moments
+        fixed.rebuild()
+        assert learned.parents == fixed.parents
+        assert_same(learned, fixed, probes, tol=1e-9)
+
+
+def test_merge_replays_the_union_of_warm_up_samples() -> None:
+    rng = random.Random(5)
+    events = [
+        ({"t": rng.gauss(y, 1.0), "c": str(y)}, y) for y in (rng.randrange(2) for _ in range(80))
+    ]
+    one, a, b = AODE(warmup=30), AODE(warmup=30), AODE(warmup=30)
+    for x, y in events:
+        one.learn_one(x, y)
+    for x, y in events[:20]:
+        a.learn_one(x, y)
+    for x, y in events[20:]:
+        b.learn_one(x, y)
+    with pytest.raises(IncompatibleModelError):
+        AODE(warmup=30).merge(b).merge(one)  # both froze on different samples
+    small_b = AODE(warmup=30)
+    for x, y in events[20:25]:
+        small_b.learn_one(x, y)
+    a.merge(small_b)  # 25 values: still warming, buffered events travel with the merge
+    assert len(a._pending) == 25
+    for x, y in events[25:]:
+        a.learn_one(x, y)
+    assert a._disc.edges == one._disc.edges
+    assert_same(a, one, [x for x, _ in events[::5]])
 
 
 def test_schema_overrides_types() -> None:
