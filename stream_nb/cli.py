@@ -197,7 +197,8 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
             "--model",
             repeat=True,
             metavar="NAME[:JSON]",
-            help="learner to evaluate, repeatable, optionally with parameters as JSON "
+            help="learner to evaluate (NaiveBayes when none is given), repeatable, optionally "
+            "with parameters as JSON "
             "(e.g. 'CategoricalNB:{\"alpha\": 0.5}'); the env variable takes a "
             "space-separated list",
         )

@@ -1,0 +1,288 @@
+"""End-to-end throughput of ``stream-nb run`` (file → file) next to the bare parse+emit ceiling.
+
+One command::
+
+    python -m benchmarks.bench_engine                  # 200k Agrawal events, NaiveBayes
+    python -m benchmarks.bench_engine --events 50000 --repeats 1   # quicker
+    python -m benchmarks.bench_engine --profile        # where the engine's time goes
+
+Measured in the same run, on the same seeded Agrawal file (not timed when written):
+
+``ceiling``
+    The bare cost of the I/O the daemon cannot avoid: read the file, one
+    ``orjson.loads`` per line, one ``orjson.dumps(..., OPT_APPEND_NEWLINE)``
+    per line, buffered writes; no model, no validation, no evaluation.
+``stream-nb run``
+    The real console script in a subprocess: ``stream-nb run --model M
+    --source IN --sink OUT``, with its default prequential evaluator, dead
+    letters to stderr, no checkpoints. Timed from spawn to exit, so process
+    start-up (~0.15 s) is included.
+``breakdown`` (in process, to explain the gap)
+    the engine with a null learner (constant scores, learning does nothing),
+    with and without the prequential evaluator; the learner alone
+    (``predict_log_proba_one`` + ``learn_one`` on pre-decoded events).
+
+Each figure is the best of ``--repeats`` runs, as events/s of wall time, plus
+the CPU time of the measured process (less sensitive to other load on a
+shared machine). Results go to ``benchmarks/results/engine.json`` and
+``engine.md`` with the machine description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import stream_nb
+from connectors.files import FileSink, FileSource
+from stream_nb.base import Learner
+from stream_nb.datasets import agrawal
+from stream_nb.engine import Engine
+from stream_nb.evaluation import PrequentialEvaluator
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET_RATIO = 0.35
+
+
+class _NullLearner(Learner):
+    """Constant scores, learns nothing: isolates the engine's own cost."""
+
+    def _params(self) -> dict[str, Any]:
+        return {}
+
+    def _learn(self, x: Any, y: Any, w: float) -> None:
+        pass
+
+    def _joint_log_likelihood(self, x: Any) -> dict[Any, float]:
+        return {0: -0.5, 1: -1.0}
+
+    def _merge(self, other: Any, factor: float) -> None:
+        pass
+
+    def _rescale(self, factor: float) -> None:
+        pass
+
+    def _stats_to_state(self) -> Any:
+        return {}
+
+    def _stats_from_state(self, stats: Any) -> None:
+        pass
+
+    def _size(self) -> tuple[int, int, int]:
+        return (0, 0, 0)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _best(fn: Callable[[], tuple[float, float]], repeats: int) -> tuple[float, float]:
+    """Best (wall, cpu) seconds over ``repeats`` runs."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        gc.collect()
+        wall, cpu = fn()
+        walls.append(wall)
+        cpus.append(cpu)
+    return min(walls), min(cpus)
+
+
+def ceiling(src: Path, dst: Path) -> tuple[float, float]:
+    """Read, ``orjson.loads`` and ``orjson.dumps`` every line; buffered writes."""
+    loads, dumps, opt = orjson.loads, orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    wall, cpu = time.perf_counter(), time.process_time()
+    with open(src, "rb") as f, open(dst, "wb") as out:
+        write = out.write
+        for line in f:
+            write(dumps(loads(line), option=opt))
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def cli_run(exe: str, model: str, src: Path, dst: Path) -> tuple[float, float]:
+    """The real ``stream-nb run`` subprocess, spawn to exit."""
+    if dst.exists():
+        dst.unlink()
+    args = [
+        exe,
+        "run",
+        "--model",
+        model,
+        "--source",
+        str(src),
+        "--sink",
+        str(dst),
+        "--report",
+        os.devnull,
+        "--log-level",
+        "WARNING",
+    ]
+    cpu0, wall = _children_cpu(), time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - wall, _children_cpu() - cpu0
+
+
+def in_process(learner: Learner, src: Path, dst: Path, evaluator: bool) -> tuple[float, float]:
+    if dst.exists():
+        dst.unlink()
+    engine = Engine(
+        learner,
+        FileSource(src),
+        FileSink(dst),
+        evaluator=PrequentialEvaluator() if evaluator else None,
+    )
+    wall, cpu = time.perf_counter(), time.process_time()
+    engine.run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def learner_alone(
+    make: Callable[[], Learner], events: list[tuple[dict[str, Any], Any]]
+) -> tuple[float, float]:
+    model = make()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for x, y in events:
+        model.predict_log_proba_one(x)
+        model.learn_one(x, y)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "orjson": orjson.__version__,
+        "stream_nb": stream_nb.__version__,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model", default="NaiveBayes")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--profile", action="store_true", help="profile the in-process engine")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    exe = shutil.which("stream-nb") or str(Path(sys.executable).parent / "stream-nb")
+    model_cls = Learner._registry.get(args.model)
+    if model_cls is None:
+        parser.error(f"--model: unknown learner {args.model!r}")
+    # GaussianNB models numbers only: give it Agrawal's nominal attributes as ints.
+    nominal = args.model != "GaussianNB"
+    events = list(agrawal(args.seed, args.events, nominal=nominal))
+    n = len(events)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        src = tmp / "agrawal.jsonl"
+        with open(src, "wb") as f:
+            for x, y in events:
+                f.write(orjson.dumps({**x, "y": y}, option=orjson.OPT_APPEND_NEWLINE))
+        size = src.stat().st_size
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.runcall(in_process, model_cls(), src, tmp / "p.jsonl", True)
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+            print(text.getvalue())
+            return 0
+        rows: dict[str, tuple[float, float]] = {}
+        rows["ceiling: orjson loads + dumps, no model"] = _best(
+            lambda: ceiling(src, tmp / "c.jsonl"), args.repeats
+        )
+        rows[f"stream-nb run --model {args.model} (subprocess)"] = _best(
+            lambda: cli_run(exe, args.model, src, tmp / "o.jsonl"), args.repeats
+        )
+        rows[f"engine in process, {args.model} + evaluator"] = _best(
+            lambda: in_process(model_cls(), src, tmp / "e.jsonl", True), args.repeats
+        )
+        rows["engine in process, null learner + evaluator"] = _best(
+            lambda: in_process(_NullLearner(), src, tmp / "e.jsonl", True), args.repeats
+        )
+        rows["engine in process, null learner, no evaluator"] = _best(
+            lambda: in_process(_NullLearner(), src, tmp / "e.jsonl", False), args.repeats
+        )
+        rows[f"{args.model} alone (predict_log_proba_one + learn_one)"] = _best(
+            lambda: learner_alone(model_cls, events), args.repeats
+        )
+    ceiling_wall, ceiling_cpu = next(iter(rows.values()))
+    cli_wall, cli_cpu = rows[f"stream-nb run --model {args.model} (subprocess)"]
+    result = {
+        "events": n,
+        "file_bytes": size,
+        "model": args.model,
+        "repeats": args.repeats,
+        "machine": machine(),
+        "rows": [
+            {
+                "name": name,
+                "wall_seconds": w,
+                "cpu_seconds": c,
+                "events_per_s_wall": n / w,
+                "events_per_s_cpu": n / c,
+            }
+            for name, (w, c) in rows.items()
+        ],
+        "ratio_to_ceiling_wall": ceiling_wall / cli_wall,
+        "ratio_to_ceiling_cpu": ceiling_cpu / cli_cpu,
+        "target_ratio": TARGET_RATIO,
+    }
+    lines = [
+        f"`stream-nb run` file → file, {n:,} Agrawal events ({size / 1e6:.1f} MB), "
+        f"best of {args.repeats}; machine: {result['machine']['cpu']}, "
+        f"{result['machine']['cores']} cores, load {result['machine']['load_average'][0]:.1f}, "
+        f"Python {result['machine']['python']}",
+        "",
+        "| measurement | events/s (wall) | events/s (CPU) |",
+        "|---|---:|---:|",
+    ]
+    for row in result["rows"]:
+        lines.append(
+            f"| {row['name']} | {row['events_per_s_wall']:,.0f} | {row['events_per_s_cpu']:,.0f} |"
+        )
+    lines.append("")
+    lines.append(
+        f"`stream-nb run` reaches {result['ratio_to_ceiling_wall']:.1%} of the ceiling "
+        f"(wall), {result['ratio_to_ceiling_cpu']:.1%} (CPU); target {TARGET_RATIO:.0%}."
+    )
+    table = "\n".join(lines)
+    print(table)
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "engine.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.output / "engine.md").write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
