@@ -760,7 +760,9 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             progress(e)
         if report_interval is not None and time.monotonic() - last_report[0] >= report_interval:
             last_report[0] = time.monotonic()
-            _log.info("report", extra={"data": _short_report(e)})
+            data = _short_report(e)
+            text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+            _log.info("report %s", text, extra={"data": data})
 
     engine.set_progress(_tick)
     _log.info(

@@ -645,3 +645,30 @@ def test_progress_line_only_on_a_terminal():
         os.devnull,
     )
     assert b"\r" not in piped.stderr and b"events  " not in piped.stderr
+
+
+def test_json_logs_and_periodic_reports():
+    proc = cli(
+        "run",
+        "--model",
+        "CategoricalNB",
+        "--demo",
+        "agrawal",
+        "--limit",
+        "600",
+        "--batch-size",
+        "100",
+        "--sink",
+        os.devnull,
+        "--log-format",
+        "json",
+        "--report-interval",
+        "1e-9",
+        "--report",
+        os.devnull,
+    )
+    logs = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert all({"time", "level", "logger", "message"} <= set(entry) for entry in logs)
+    reports = [entry["data"] for entry in logs if entry["message"].startswith("report ")]
+    assert [r["consumed"] for r in reports] == [100, 200, 300, 400, 500, 600]
+    assert reports[-1]["cumulative"]["n"] == 600
