@@ -5,7 +5,9 @@ Every event goes through one encoding step before it touches a count:
 1. ``None`` and ``NaN`` values are missing (skipped).
 2. Numeric values (``int``/``float`` other than ``bool``, or any feature the
    ``schema`` marks ``"numeric"``) become bin indices through the
-   :class:`~stream_nb.seminaive.discretise.Discretiser` (missing during its warm-up).
+   :class:`~stream_nb.seminaive.discretise.Discretiser`. During a feature's
+   warm-up its values are buffered with their event and replayed when the
+   cut points freeze (:meth:`_SemiNaive._replay`).
 3. Values of a feature that already holds ``max_values_per_feature`` distinct
    values, and is asked to learn or score a new one, become the "other" bucket
    :data:`~stream_nb.seminaive._store.OTHER`.

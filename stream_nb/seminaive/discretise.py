@@ -7,8 +7,10 @@ Dougherty, Kohavi & Sahami 1995, "Supervised and unsupervised discretization
 of continuous features", ICML) and **frozen**. From then on a value ``v`` maps
 to the bin ``bisect_right(edges, v)``, an ``int`` in ``0 … len(edges)``, for
 ever, so the counts learned for a bin always mean the same interval. While a
-feature's sample is filling, its values are treated as missing (the counts
-stay consistent; the feature simply enters the model ``warmup`` events late).
+feature's sample is filling, :meth:`Discretiser.learn_value` returns ``None``;
+the semi-naive learners buffer those events and replay the values once the
+cut points freeze, so the counts end up exactly as if the bins had been known
+from the first event.
 
 If the sample holds at most ``n_bins`` distinct values (integers coding
 categories, flags), every distinct value gets its own bin: the cut points are
