@@ -17,7 +17,7 @@ from stream_nb._state import pairs
 from stream_nb._stores import add_scaled, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.base import Learner
 
-__all__ = ["binary_on", "check_counts", "threshold_on"]
+__all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
 
 _INF = math.inf
 
@@ -79,17 +79,29 @@ def check_counts(x: Mapping[str, Any]) -> float:
     ...
     stream_nb._exceptions.InvalidEventError: token 'a' has negative count -1; ...
     """
+    return count_stats(x)[0]
+
+
+def count_stats(x: Mapping[str, Any]) -> tuple[float, float]:
+    """:func:`check_counts` that also returns the smallest count (0 for an empty ``x``).
+
+    Examples
+    --------
+    >>> count_stats({"a": 2, "b": 1})
+    (3, 1)
+    """
     if not x:
-        return 0.0
+        return 0.0, 0.0
     values = x.values()
     try:
         total = sum(values)
+        smallest = min(values)
         if (
             total < _INF
-            and min(values) >= 0
+            and smallest >= 0
             and (type(total) in (int, float) or isinstance(total, Real))
         ):
-            return total
+            return total, smallest
     except TypeError:
         pass
     raise _bad_count(x)

@@ -9,7 +9,7 @@ from typing import Any
 
 from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
 from stream_nb._stores import rescale
-from stream_nb._text import _TokenLearner, check_counts
+from stream_nb._text import _TokenLearner, check_counts, count_stats
 
 __all__ = ["MultinomialNB"]
 
@@ -31,9 +31,10 @@ class MultinomialNB(_TokenLearner):
     Tokens never learned (and zero counts) contribute nothing. Prediction and
     learning cost O(tokens in x × classes); the vocabulary is never scanned.
 
-    Without forgetting, ``log(1 + N_{y,w}/α)`` is cached per (token, class)
-    and refreshed by ``learn_one`` for the entries it touches, so a prediction
-    computes one logarithm per class, none per token. With ``half_life`` the
+    Without forgetting, ``log1p(N_{y,w}/α)`` is cached next to each count
+    (one list per token, so learning does one lookup and one logarithm per
+    token) and a prediction sums the cached columns of the tokens of ``x``
+    in C: no logarithm per token, one per class. With ``half_life`` the
     smoothing constant changes in raw units every event (see
     :class:`stream_nb.base.Learner`), so the logarithms are computed at
     prediction time instead (one per token and class); the cost stays
@@ -98,7 +99,7 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        total = check_counts(x)
+        total, smallest = count_stats(x)
         k = self._add_weight(y, w)
         self._class_extra["class_tokens"][y] += total * w
         rows = self._counts
@@ -120,6 +121,20 @@ class MultinomialNB(_TokenLearner):
         inv_alpha = self._inv_alpha
         log1p = _log1p
         i_log = i_count - 1
+        get = rows.get
+        if w == 1.0 and smallest > 0:  # the common case, without the zero test and the product
+            for token, c in x.items():
+                row = get(token)
+                if row is None:
+                    row = rows[token] = [0.0] * size
+                    row[0] = 1.0
+                try:
+                    n = row[i_count] = row[i_count] + c
+                except IndexError:  # first count of class k for this token
+                    row.extend([0.0] * (size - len(row)))
+                    n = row[i_count] = c + 0.0  # stored as float, like the state
+                row[i_log] = log1p(n * inv_alpha)
+            return
         for token, c in x.items():
             if c > 0:
                 row = rows.get(token)
