@@ -321,6 +321,10 @@ class _FdSink(Sink):
     def flush(self) -> None:
         self._write_out()
 
+    def push(self) -> None:
+        """Hand buffered records to the OS now (visible to readers), without fsync."""
+        self._write_out()
+
     def close(self) -> None:
         self.flush()
 

@@ -421,6 +421,9 @@ class Engine:
                 self._process(records)
                 if remaining is not None:
                     remaining -= len(records)
+                if len(records) < want:
+                    # Caught up with the source: show the output now (no fsync).
+                    self._push()
             elif source.exhausted:
                 break
             else:
@@ -464,6 +467,12 @@ class Engine:
             and self._since_checkpoint > 0
             and time.monotonic() - self._last_checkpoint_time >= self.checkpoint_interval
         )
+
+    def _push(self) -> None:
+        for sink in (self.sink, self.dead_letters):
+            push = getattr(sink, "push", None)
+            if push is not None:
+                push()
 
     def _flush_idle(self) -> None:
         # The source is idle: make what was emitted visible downstream.

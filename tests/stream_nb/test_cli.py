@@ -672,3 +672,26 @@ def test_json_logs_and_periodic_reports():
     reports = [entry["data"] for entry in logs if entry["message"].startswith("report ")]
     assert [r["consumed"] for r in reports] == [100, 200, 300, 400, 500, 600]
     assert reports[-1]["cumulative"]["n"] == 600
+
+
+def test_interactive_stdin_answers_each_event_while_input_stays_open():
+    import select
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    proc = subprocess.Popen(
+        [EXE, "run", "--model", "CategoricalNB"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    answers = []
+    for event in ({"x": {"sky": "sun"}, "y": "play"}, {"x": {"sky": "sun"}}):
+        proc.stdin.write(orjson.dumps(event) + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no prediction while stdin is open"
+        answers.append(orjson.loads(proc.stdout.readline()))
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert [a["y_pred"] for a in answers] == [None, "play"]
