@@ -72,9 +72,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
+    "DeltaTracker",
     "KafkaDeadLetterSink",
     "KafkaSink",
     "KafkaSource",
+    "KafkaSync",
     "parse_kafka_url",
 ]
 
@@ -542,6 +544,73 @@ class KafkaDeadLetterSink(KafkaSink):
         super().write(value, key=key, headers=extra)
 
 
+class DeltaTracker:
+    """Keeps the statistics a learner learned since the last :meth:`cut`, for any learner.
+
+    The learner's ``learn_one`` is teed (an instance attribute) into a second
+    learner of the same class and parameters (``learner.clone()``); :meth:`cut`
+    returns that delta with the total weight it learned and starts a new one.
+    :meth:`apply` adds a delta to a model: counts add, Welford moments combine
+    by Chan's formula (:meth:`Learner.merge`). With ``half_life`` the model is
+    first decayed by ``γ^W`` for the delta's weight ``W`` (``γ = 2^(-1/half_life)``)
+    — exactly what learning those events would have done to it — so replaying
+    one worker's deltas in order rebuilds its model exactly.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB
+    >>> model = CategoricalNB(half_life=3)
+    >>> tracker = DeltaTracker(model)
+    >>> rebuilt = model.clone()
+    >>> for i, (x, y) in enumerate([({"a": 1}, "p"), ({"a": 2}, "q"), ({"a": 1}, "p")]):
+    ...     model.learn_one(x, y)
+    ...     if i != 1:
+    ...         DeltaTracker.apply(rebuilt, *tracker.cut())
+    >>> x = {"a": 1}
+    >>> abs(rebuilt.predict_proba_one(x)["p"] - model.predict_proba_one(x)["p"]) < 1e-12
+    True
+    """
+
+    def __init__(self, learner: Any) -> None:
+        self.adopt(learner)
+
+    def adopt(self, learner: Any) -> None:
+        """Track ``learner`` from now on, with an empty delta."""
+        delta = learner.clone()
+        learn_main = type(learner).learn_one.__get__(learner)
+        learn_delta = delta.learn_one
+        tracker = self
+
+        def learn_one(x: Mapping[str, Any], y: Any, w: float = 1.0) -> None:
+            learn_main(x, y, w)
+            learn_delta(x, y, w)
+            tracker.weight += w
+
+        learner.learn_one = learn_one
+        self.learner, self.delta, self.weight = learner, delta, 0.0
+
+    def cut(self) -> tuple[Any, float]:
+        """``(delta, weight)`` learned since the previous cut; a new delta starts."""
+        delta, weight = self.delta, self.weight
+        self.adopt(self.learner)
+        return delta, weight
+
+    @staticmethod
+    def apply(model: Any, delta: Any, weight: float) -> None:
+        """Add ``delta`` (which learned total weight ``weight``) to ``model`` in place."""
+        from stream_nb.base import _RENORMALISE_BELOW, Learner
+
+        half_life = model.half_life
+        if half_life is not None and weight > 0:
+            # Decay as learning weight W would have: true = raw × scale, so scale *= γ^W.
+            scale = model._scale * 0.5 ** (weight / half_life)
+            if scale < _RENORMALISE_BELOW:
+                model._rescale(scale)
+                scale = 1.0
+            model._scale = scale
+        Learner.merge(model, delta)
+
+
 SYNC_FORMAT = "stream-nb/kafka-sync"
 
 
@@ -588,9 +657,12 @@ class KafkaSync:
 
     Notes
     -----
-    With ``half_life`` every worker's model decays with the events it learns
-    itself; merged deltas are added at their weight as published. The merged
-    model then approximates, not equals, a single daemon's forgetting model.
+    With ``half_life`` a merged delta first decays the receiving model by
+    ``γ^W`` (``W`` the delta's weight, see :class:`DeltaTracker`), so every
+    model decays with the weight learned by all workers. Replaying a worker's
+    own deltas is exact; across workers the models equal a single daemon's up
+    to the order of events within one sync interval (forgetting depends on
+    order), so they are approximations there, not exact.
     """
 
     def __init__(
@@ -620,7 +692,7 @@ class KafkaSync:
         self.rollbacks = 0
         self._engine: Any = None
         self._main: Any = None
-        self._delta: Any = None
+        self._tracker: DeltaTracker | None = None
         self._caught_up = False
         self._last = time.monotonic()
         self._committed: dict[TopicPartition, int] = {}
@@ -697,16 +769,11 @@ class KafkaSync:
 
     def _adopt(self, learner: Any) -> None:
         """Make ``learner`` the main model, teeing each learned event into a fresh delta."""
-        delta = learner.clone()
-        learn_main = type(learner).learn_one.__get__(learner)
-        learn_delta = delta.learn_one
-
-        def learn_one(x: Mapping[str, Any], y: Any, w: float = 1.0) -> None:
-            learn_main(x, y, w)
-            learn_delta(x, y, w)
-
-        learner.learn_one = learn_one
-        self._main, self._delta = learner, delta
+        if self._tracker is None:
+            self._tracker = DeltaTracker(learner)
+        else:
+            self._tracker.adopt(learner)
+        self._main = learner
 
     # ------------------------------------------------------------ snapshot state
     def _provide(self) -> dict[str, Any]:
@@ -778,7 +845,9 @@ class KafkaSync:
                 else:
                     self.merged[worker] = seq
                     self.merged_deltas += 1
-                Learner.merge(self._main, Learner.from_state(item["delta"]))
+                DeltaTracker.apply(
+                    self._main, Learner.from_state(item["delta"]), float(item.get("weight", 0.0))
+                )
                 merged = True
         return merged
 
@@ -788,7 +857,9 @@ class KafkaSync:
         source = self.source
         offsets = source._committable()
         changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
-        has_delta = self._delta.n_learned > 0
+        tracker = self._tracker
+        assert tracker is not None, "attach() first"
+        has_delta = tracker.delta.n_learned > 0
         if has_delta or changed:
             producer = self.producer
             metadata = orjson.dumps({"worker": self.worker_id, "seq": self.seq + 1}).decode()
@@ -798,7 +869,8 @@ class KafkaSync:
                     record = {
                         "worker": self.worker_id,
                         "seq": self.seq + 1,
-                        "delta": self._delta.to_state(),
+                        "delta": tracker.delta.to_state(),
+                        "weight": tracker.weight,
                     }
                     producer.send(
                         self.topic, value=orjson.dumps(record), key=self.worker_id.encode()
@@ -828,7 +900,7 @@ class KafkaSync:
                 self.sent += 1
                 if source._metrics is not None:
                     source._metrics.sync_sent.inc()
-            self._adopt(self._main)
+            tracker.cut()
         before = self.merged_deltas
         merged = self._merge(self._consumer.poll(timeout_ms=0, max_records=10_000))
         metrics = source._metrics

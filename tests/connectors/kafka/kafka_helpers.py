@@ -184,8 +184,10 @@ class Daemon:
         self.log_path = workdir / f"{name}.log"
         self.args = args
         self.proc: subprocess.Popen[bytes] | None = None
+        self._start_at = 0
 
     def start(self) -> Daemon:
+        self._start_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
@@ -195,6 +197,20 @@ class Daemon:
             env=env,
         )
         log.close()
+        return self
+
+    def wait_running(self, timeout: float = 60.0) -> Daemon:
+        """Until the daemon logged that its loop starts (signal handlers installed)."""
+        deadline = time.monotonic() + timeout
+        while (
+            "INFO stream_nb.cli: running"
+            not in self.log_path.read_text(errors="replace")[self._start_at :]
+        ):
+            if not self.alive():
+                raise AssertionError(f"daemon exited during start:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"daemon not running after {timeout} s:\n{self.log()}")
+            time.sleep(0.1)
         return self
 
     def kill(self) -> None:
@@ -245,10 +261,10 @@ def assert_same_model(actual: Learner, expected: Learner, rtol: float = MODEL_RT
     assert actual.n_learned == expected.n_learned
     a, b = actual.to_state(), expected.to_state()
     assert a["params"] == b["params"]
-    _close(_canonical(a["stats"]), _canonical(b["stats"]), rtol, "stats")
+    assert_close_tree(canonical(a["stats"]), canonical(b["stats"]), rtol, "stats")
 
 
-def _canonical(value: Any) -> Any:
+def canonical(value: Any) -> Any:
     """Pair lists (``[[key, value], ...]``) as dicts so order does not matter."""
     if (
         isinstance(value, list)
@@ -260,23 +276,23 @@ def _canonical(value: Any) -> Any:
     ):
         keys = [item[0] for item in value]
         if len(set(map(repr, keys))) == len(keys):
-            return {repr(k): _canonical(v) for k, v in value}
+            return {repr(k): canonical(v) for k, v in value}
     if isinstance(value, list):
-        return [_canonical(v) for v in value]
+        return [canonical(v) for v in value]
     if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
+        return {k: canonical(v) for k, v in value.items()}
     return value
 
 
-def _close(a: Any, b: Any, rtol: float, path: str) -> None:
+def assert_close_tree(a: Any, b: Any, rtol: float, path: str) -> None:
     if isinstance(a, dict):
         assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys differ"
         for k in a:
-            _close(a[k], b[k], rtol, f"{path}/{k}")
+            assert_close_tree(a[k], b[k], rtol, f"{path}/{k}")
     elif isinstance(a, list):
         assert isinstance(b, list) and len(a) == len(b), f"{path}: lengths differ"
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _close(x, y, rtol, f"{path}[{i}]")
+            assert_close_tree(x, y, rtol, f"{path}[{i}]")
     elif isinstance(a, float) or isinstance(b, float):
         assert math.isclose(a, b, rel_tol=rtol, abs_tol=rtol), f"{path}: {a} != {b}"
     else:

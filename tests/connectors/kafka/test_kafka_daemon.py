@@ -179,7 +179,7 @@ def test_crash_safety_kill_9_at_random_points(
         kills += 1
         feeder.join()
     assert kills >= 5
-    daemon = Daemon(tmp_path, "daemon", args).start()
+    daemon = Daemon(tmp_path, "daemon", args).start().wait_running()
     try:
         wait_committed(kafka_bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
     finally:
@@ -200,7 +200,7 @@ def test_broker_restart_mid_stream_loses_nothing(own_broker: KafkaBroker, tmp_pa
     args = daemon_args(bootstrap, topic, group, "out", "dlq", tmp_path / "cp")
     args += ["--metrics-address", f"127.0.0.1:{port}"]
     args[args.index("--batch-size") + 1] = "50"
-    daemon = Daemon(tmp_path, "daemon", args).start()
+    daemon = Daemon(tmp_path, "daemon", args).start().wait_running()
     try:
         wait_for(
             lambda: sum(committed_offsets(bootstrap, group, topic).values()) > 0,

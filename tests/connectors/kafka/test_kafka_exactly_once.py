@@ -1,0 +1,81 @@
+"""Exactly-once: predictions, model deltas and offsets in one Kafka transaction."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from pathlib import Path
+
+import orjson
+from kafka_helpers import (
+    MODEL,
+    Daemon,
+    assert_same_model,
+    create_topic,
+    make_events,
+    model_of,
+    predictions,
+    produce,
+    read_topic,
+    reference_model,
+    wait_committed,
+)
+
+from stream_nb import CategoricalNB
+
+PARTITIONS = 3
+
+
+def test_read_committed_sees_each_prediction_once_across_kill_9(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    topic, out, dlq, group = f"eos-{unique}", f"eos-out-{unique}", f"eos-dlq-{unique}", unique
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(2000, seed=6)
+    bad = [b"{broken", b"42"]
+    args = [
+        "--source",
+        f"kafka://{kafka_bootstrap}/{topic}?group_id={group}&exactly_once=true"
+        "&sync_interval=0.2&worker_id=eos-1&group_instance_id=eos-1"
+        "&session_timeout_ms=6000&heartbeat_interval_ms=1000",
+        "--sink",
+        f"kafka://{kafka_bootstrap}/{out}",
+        "--dead-letters",
+        f"kafka://{kafka_bootstrap}/{dlq}",
+        "--model",
+        MODEL,
+        "--id-field",
+        "id",
+        "--checkpoint-dir",
+        str(tmp_path / "cp"),
+        "--checkpoint-interval",
+        "1",
+        "--batch-size",
+        "25",
+    ]
+    rng = random.Random(11)
+    chunk = 500
+    for first in range(0, len(events), chunk):
+        daemon = Daemon(tmp_path, "daemon", args).start()
+        payloads = [orjson.dumps(e) for e in events[first : first + chunk]]
+        if first == 0:
+            payloads[10:10] = bad
+        feeder = threading.Thread(
+            target=produce, args=(kafka_bootstrap, topic, payloads, PARTITIONS, first)
+        )
+        feeder.start()
+        time.sleep(rng.uniform(1.5, 4.0))
+        assert daemon.alive(), daemon.log()
+        daemon.kill()
+        feeder.join()
+    daemon = Daemon(tmp_path, "daemon", args).start().wait_running()
+    try:
+        wait_committed(kafka_bootstrap, group, topic, PARTITIONS, 120, daemons=[daemon])
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    committed = predictions(read_topic(kafka_bootstrap, out, 1, read_committed=True))
+    assert sorted(p["id"] for p in committed) == [e["id"] for e in events]  # exactly once
+    dead = read_topic(kafka_bootstrap, dlq, 1, read_committed=True)
+    assert sorted(orjson.loads(d.value)["payload"].encode() for d in dead) == sorted(bad)
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))
