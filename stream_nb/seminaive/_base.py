@@ -144,12 +144,17 @@ class _SemiNaive(Learner):
 
     # ------------------------------------------------------------------ encoding
     def _encode(
-        self, x: Mapping[Any, Any], learning: bool, pending: dict[Any, float] | None = None
+        self,
+        x: Mapping[Any, Any],
+        learning: bool,
+        pending: dict[Any, float] | None = None,
+        weight: float = 1.0,
     ) -> list[Item]:
         """The event's present ``(feature, value)`` items after discretisation and the cap.
 
         When learning, numeric values still in their feature's warm-up are left
-        out of the items and put in ``pending``.
+        out of the items and put in ``pending``; ``weight`` is the event's weight
+        for the discretiser's warm-up sample.
         """
         schema = self.schema
         disc = self._disc
@@ -173,7 +178,7 @@ class _SemiNaive(Learner):
                 if v != v:  # NaN: missing
                     continue
                 raw = v
-                v = disc.learn_value(f, v) if learning else disc.bin_value(f, v)
+                v = disc.learn_value(f, v, weight) if learning else disc.bin_value(f, v)
                 if v is None:
                     if pending is not None:
                         pending[f] = raw
@@ -192,7 +197,7 @@ class _SemiNaive(Learner):
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         pending: dict[Any, float] = {}
-        items = self._encode(x, True, pending)
+        items = self._encode(x, True, pending, w * self._scale)  # raw w × scale = true w
         if y not in self._store.classes:
             self._add_class(y)
         self._store.learn(items, y, w)

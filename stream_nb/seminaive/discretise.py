@@ -1,8 +1,8 @@
 """Online, mergeable equal-frequency discretisation of numeric features.
 
-Each numeric feature gets its own bins. The first ``warmup`` values of a
-feature are kept as a sample; when the sample is full, ``n_bins − 1`` cut
-points are placed at its empirical quantiles (equal-frequency binning,
+Each numeric feature gets its own bins. The first values of a feature, up to
+a total weight of ``warmup``, are kept as a sample; when it is full,
+``n_bins − 1`` cut points are placed at its empirical quantiles (equal-frequency binning,
 Dougherty, Kohavi & Sahami 1995, "Supervised and unsupervised discretization
 of continuous features", ICML) and **frozen**. From then on a value ``v`` maps
 to the bin ``bisect_right(edges, v)``, an ``int`` in ``0 … len(edges)``, for
@@ -15,13 +15,18 @@ from the first event.
 If the sample holds at most ``n_bins`` distinct values (integers coding
 categories, flags), every distinct value gets its own bin: the cut points are
 the midpoints between consecutive distinct values. Otherwise cut point ``q``
-is the midpoint between the order statistics either side of rank
-``q·n/n_bins``; repeated cut points (ties) are dropped.
+is the midpoint between the first distinct value whose cumulative weight
+reaches ``q·W/n_bins`` and the next one (see :func:`equal_frequency_edges`);
+repeated cut points (ties) are dropped.
+
+Samples are weighted: a value learned with weight ``w`` counts ``w`` towards
+``warmup`` and ``w`` times in the quantiles, so ``w=2`` equals learning the
+value twice.
 
 Merging two discretisers (see :meth:`Discretiser.merge`): frozen edges must be
 equal (pass ``bin_edges`` to fix them up front on every shard); a feature
 frozen on one side only takes those edges; two warm-up samples are
-concatenated and frozen if they reach ``warmup`` values.
+concatenated (ours first) until their weight reaches ``warmup``, then frozen.
 """
 
 from __future__ import annotations
@@ -37,9 +42,23 @@ from stream_nb._state import from_pairs, pairs
 
 __all__ = ["Discretiser", "check_bin_edges", "equal_frequency_edges"]
 
+#: Relative slack when a cumulative weight is compared with a quantile target,
+#: so that sums of unit weights that should hit the target exactly do.
+_CUT_TOLERANCE = 1e-12
 
-def equal_frequency_edges(sample: Sequence[float], n_bins: int) -> list[float]:
-    """Cut points splitting ``sample`` into ``n_bins`` bins of equal frequency.
+
+def equal_frequency_edges(
+    sample: Sequence[float], n_bins: int, weights: Sequence[float] | None = None
+) -> list[float]:
+    """Cut points splitting a (weighted) sample into ``n_bins`` bins of equal weight.
+
+    Distinct values are sorted with their total weight ``W_v`` (1 each by
+    default), ``W = Σ W_v``. If there are at most ``n_bins`` of them, the cut
+    points are the midpoints between consecutive values. Otherwise cut ``q``
+    (``q = 1 … n_bins − 1``) lies midway between the first value whose
+    cumulative weight reaches ``q·W/n_bins`` and the next value; repeated
+    cuts are dropped. A value of weight 2 therefore counts exactly like the
+    same value twice.
 
     Parameters
     ----------
@@ -47,6 +66,8 @@ def equal_frequency_edges(sample: Sequence[float], n_bins: int) -> list[float]:
         Finite numbers, in any order.
     n_bins
         Number of bins wanted (at least 2).
+    weights
+        Positive weight of each value (default 1).
 
     Returns
     -------
@@ -59,19 +80,26 @@ def equal_frequency_edges(sample: Sequence[float], n_bins: int) -> list[float]:
     [0.5]
     >>> equal_frequency_edges(list(range(100)), n_bins=4)
     [24.5, 49.5, 74.5]
+    >>> equal_frequency_edges([1, 2, 3], n_bins=2, weights=[1, 3, 1])
+    [2.5]
     """
-    s = sorted(sample)
-    distinct = sorted(set(s))
+    totals: dict[float, float] = {}
+    for v, w in zip(sample, weights if weights is not None else [1.0] * len(sample), strict=True):
+        totals[v] = totals.get(v, 0.0) + w
+    distinct = sorted(totals)
     if len(distinct) <= n_bins:
         return [(a + b) / 2.0 for a, b in itertools.pairwise(distinct)]
-    n = len(s)
+    total = math.fsum(totals.values())
+    cumulative = list(itertools.accumulate(totals[v] for v in distinct))
     edges: list[float] = []
+    k = 0
     for q in range(1, n_bins):
-        rank = (q * n) // n_bins
-        lo, hi = s[rank - 1], s[rank]
-        if lo == hi:
-            continue  # a tie straddles the quantile: no cut inside equal values
-        edge = (lo + hi) / 2.0
+        target = q * total / n_bins
+        while k < len(distinct) - 1 and cumulative[k] < target * (1.0 - _CUT_TOLERANCE):
+            k += 1
+        if k == len(distinct) - 1:
+            break
+        edge = (distinct[k] + distinct[k + 1]) / 2.0
         if not edges or edge > edges[-1]:
             edges.append(edge)
     return edges
@@ -106,21 +134,23 @@ def check_bin_edges(bin_edges: Any) -> dict[Hashable, list[float]] | None:
 
 
 class Discretiser:
-    """Per-feature equal-frequency bins, learned from a warm-up sample then frozen.
+    """Per-feature equal-frequency bins, learned from a weighted warm-up sample then frozen.
 
     Parameters
     ----------
     n_bins
         Bins per numeric feature (at most; fewer when the warm-up sample has ties).
     warmup
-        Values of a feature sampled before its cut points are frozen.
+        Total sample weight of a feature (events, for unit weights) collected
+        before its cut points are frozen. Non-finite values are binned but never
+        sampled.
     bin_edges
         Cut points fixed up front for some features (never learned).
 
     Examples
     --------
     >>> d = Discretiser(n_bins=2, warmup=4)
-    >>> [d.learn_value("t", v) for v in (1.0, 2.0, 3.0, 4.0)]  # warm-up: missing
+    >>> [d.learn_value("t", v) for v in (1.0, 2.0, 3.0, 4.0)]  # warm-up: no bin yet
     [None, None, None, None]
     >>> d.edges["t"]
     [2.5]
@@ -139,18 +169,27 @@ class Discretiser:
         self.n_bins = n_bins
         self.warmup = warmup
         self.edges: dict[Hashable, list[float]] = {f: list(e) for f, e in (bin_edges or {}).items()}
-        self.samples: dict[Hashable, list[float]] = {}
+        # feature -> [values, weights, total weight]
+        self.samples: dict[Hashable, list[Any]] = {}
 
-    def learn_value(self, feature: Hashable, value: float) -> int | None:
-        """Bin of ``value`` while learning; ``None`` (missing) during the warm-up."""
+    def learn_value(self, feature: Hashable, value: float, weight: float = 1.0) -> int | None:
+        """Bin of ``value`` while learning; ``None`` while the feature warms up.
+
+        The value the sample's weight reaches ``warmup`` with is still
+        answered ``None``: the cut points freeze right after it.
+        """
         edges = self.edges.get(feature)
         if edges is not None:
             return bisect_right(edges, value)
+        if value - value != 0.0:  # ±inf: binned once frozen, never sampled
+            return None
         sample = self.samples.get(feature)
         if sample is None:
-            sample = self.samples[feature] = []
-        sample.append(value)
-        if len(sample) >= self.warmup:
+            sample = self.samples[feature] = [[], [], 0.0]
+        sample[0].append(value)
+        sample[1].append(weight)
+        sample[2] += weight
+        if sample[2] >= self.warmup * (1.0 - _CUT_TOLERANCE):
             self._freeze(feature)
         return None
 
@@ -160,7 +199,8 @@ class Discretiser:
         return None if edges is None else bisect_right(edges, value)
 
     def _freeze(self, feature: Hashable) -> None:
-        self.edges[feature] = equal_frequency_edges(self.samples.pop(feature), self.n_bins)
+        values, weights, _total = self.samples.pop(feature)
+        self.edges[feature] = equal_frequency_edges(values, self.n_bins, weights)
 
     def merge(self, other: Discretiser) -> None:
         """Combine ``other`` into this discretiser (see the module docstring).
@@ -182,32 +222,47 @@ class Discretiser:
             if feature not in self.edges:
                 self.edges[feature] = list(edges)
                 self.samples.pop(feature, None)
-        for feature, sample in other.samples.items():
+        for feature, (values, weights, _total) in other.samples.items():
             if feature in self.edges:
                 continue
-            mine_sample = self.samples.setdefault(feature, [])
-            mine_sample.extend(sample[: max(0, self.warmup - len(mine_sample))])
-            if len(mine_sample) >= self.warmup:
-                self._freeze(feature)
+            # take the other's values in order until the sample weight reaches warmup,
+            # as one model learning both streams would have
+            for v, w in zip(values, weights, strict=True):
+                if self.learn_value(feature, v, w) is not None or feature in self.edges:
+                    break
 
     def to_state(self) -> dict[str, Any]:
         """Edges and warm-up samples as JSON-able pair lists."""
-        return {"edges": pairs(self.edges), "samples": pairs(self.samples)}
+        return {
+            "edges": pairs(self.edges),
+            "samples": [[f, values, weights] for f, (values, weights, _t) in self.samples.items()],
+        }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Inverse of :meth:`to_state`."""
         edges = from_pairs(state["edges"])
-        samples = from_pairs(state["samples"])
-        for name, table in (("edges", edges), ("samples", samples)):
-            for feature, values in table.items():
-                if not isinstance(values, list) or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                    for v in values
-                ):
-                    raise ValueError(f"discretiser {name} of {feature!r} must be finite numbers")
-        self.edges = {f: [float(v) for v in e] for f, e in edges.items()}
-        self.samples = {f: [float(v) for v in s] for f, s in samples.items()}
+        samples: dict[Hashable, list[Any]] = {}
+        for feature, values, weights in state["samples"]:
+            if not isinstance(values, list) or not isinstance(weights, list):
+                raise ValueError(f"discretiser sample of {feature!r} must be two lists")
+            if len(values) != len(weights) or not all(w > 0 for w in _finite(weights, feature)):
+                raise ValueError(f"discretiser sample weights of {feature!r} must be positive")
+            vs = _finite(values, feature)
+            ws = _finite(weights, feature)
+            samples[feature] = [vs, ws, math.fsum(ws)]
+        self.edges = {f: _finite(e, f) for f, e in edges.items()}
+        self.samples = samples
 
     def size(self) -> int:
-        """Numbers held (cut points and samples)."""
-        return sum(map(len, self.edges.values())) + sum(map(len, self.samples.values()))
+        """Numbers held (cut points and weighted samples)."""
+        return sum(map(len, self.edges.values())) + sum(
+            2 * len(s[0]) + 1 for s in self.samples.values()
+        )
+
+
+def _finite(values: Any, feature: Hashable) -> list[float]:
+    if not isinstance(values, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+    ):
+        raise ValueError(f"discretiser values of {feature!r} must be finite numbers")
+    return [float(v) for v in values]

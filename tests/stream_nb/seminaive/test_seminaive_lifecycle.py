@@ -253,9 +253,9 @@ def test_warm_up_values_are_replayed_once_the_bins_freeze() -> None:
     assert "t" not in model._store.nb._counts  # warm-up: not counted yet
     assert len(model._pending) == 4
     model.learn_one({"t": 4.0, "c": "a"}, 0)  # the 5th value freezes the bins
-    assert model._disc.edges["t"] == [1.5]  # {0, 1} | {2, 3, 4}
-    assert model._store.nb._counts["t"] == {0: {0: 1.0, 1: 1.0}, 1: {0: 2.0, 1: 1.0}}
-    assert model._store.pairs[("c", "a")]["t"][1] == {0: [1.0, 1.0], 1: [2.0, 1.0]}
+    assert model._disc.edges["t"] == [2.5]  # {0, 1, 2} | {3, 4}
+    assert model._store.nb._counts["t"] == {0: {0: 2.0, 1: 1.0}, 1: {1: 1.0, 0: 1.0}}
+    assert model._store.pairs[("c", "a")]["t"][1] == {0: [2.0, 1.0], 1: [1.0, 1.0]}
     assert model._pending == []
 
 
