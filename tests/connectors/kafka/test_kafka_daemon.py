@@ -29,8 +29,6 @@ from kafka_helpers import (
     wait_for,
 )
 
-from stream_nb import CategoricalNB
-
 PARTITIONS = 3
 #: Fast failure detection and restarts in tests (the broker's minimum session timeout).
 GROUP_OPTIONS = "session_timeout_ms=6000&heartbeat_interval_ms=1000"
@@ -120,7 +118,7 @@ def test_round_trip_one_prediction_per_event_and_same_model(round_trip: dict) ->
         assert position["topic"] == round_trip["topic"]
         assert 0 <= position["partition"] < PARTITIONS and position["offset"] >= 0
     assert round_trip["committed"] == round_trip["ends"]
-    assert_same_model(round_trip["model"], reference_model(CategoricalNB(), events))
+    assert_same_model(round_trip["model"], reference_model(events))
 
 
 def test_bad_records_reach_the_dead_letter_topic_with_headers(round_trip: dict) -> None:
@@ -184,7 +182,7 @@ def test_crash_safety_kill_9_at_random_points(
         wait_committed(kafka_bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
     finally:
         assert daemon.stop() == 0, daemon.log()
-    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(events))
     ids = {p["id"] for p in predictions(read_topic(kafka_bootstrap, out, 1))}
     assert ids == {e["id"] for e in events}  # at least one prediction per event
 
@@ -217,4 +215,4 @@ def test_broker_restart_mid_stream_loses_nothing(own_broker: KafkaBroker, tmp_pa
         assert readyz(port) == 200
     finally:
         assert daemon.stop() == 0, daemon.log()
-    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(events))

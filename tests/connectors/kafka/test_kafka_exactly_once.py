@@ -22,8 +22,6 @@ from kafka_helpers import (
     wait_committed,
 )
 
-from stream_nb import CategoricalNB
-
 PARTITIONS = 3
 
 
@@ -78,4 +76,4 @@ def test_read_committed_sees_each_prediction_once_across_kill_9(
     assert sorted(p["id"] for p in committed) == [e["id"] for e in events]  # exactly once
     dead = read_topic(kafka_bootstrap, dlq, 1, read_committed=True)
     assert sorted(orjson.loads(d.value)["payload"].encode() for d in dead) == sorted(bad)
-    assert_same_model(model_of(tmp_path / "cp"), reference_model(CategoricalNB(), events))
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(events))

@@ -23,8 +23,6 @@ from kafka_helpers import (
     wait_for,
 )
 
-from stream_nb import CategoricalNB
-
 PARTITIONS = 4
 SYNC_INTERVAL = 0.5
 
@@ -72,7 +70,7 @@ def test_two_workers_converge_to_the_single_daemon_model(
     topic = f"events-{unique}"
     create_topic(kafka_bootstrap, topic, PARTITIONS)
     events = make_events(2000, seed=4)
-    reference = reference_model(CategoricalNB(), events)
+    reference = reference_model(events)
     a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")).start()
     b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b")).start()
     try:
@@ -108,7 +106,7 @@ def test_killed_worker_partitions_move_and_the_model_stays_exact(
     topic, group = f"events-{unique}", f"g-{unique}"
     create_topic(kafka_bootstrap, topic, PARTITIONS)
     events = make_events(2000, seed=5)
-    reference = reference_model(CategoricalNB(), events)
+    reference = reference_model(events)
     a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")).start()
     b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b")).start()
     try:
