@@ -180,7 +180,7 @@ class _SemiNaive(Learner):
                 raw = v
                 v = disc.learn_value(f, v, weight) if learning else disc.bin_value(f, v)
                 if v is None:
-                    if pending is not None:
+                    if pending is not None and raw - raw == 0.0:  # ±inf in warm-up: missing
                         pending[f] = raw
                     continue
             if cap is not None:

@@ -316,6 +316,19 @@ def test_merge_replays_the_union_of_warm_up_samples() -> None:
     assert_same(a, one, [x for x, _ in events[::5]])
 
 
+def test_infinite_values_are_binned_but_never_sampled() -> None:
+    model = AODE(warmup=3, n_bins=2)
+    model.learn_one({"t": math.inf}, 0)  # warm-up: missing, not buffered
+    for v in (1.0, 2.0, 3.0):
+        model.learn_one({"t": v}, 1)
+    assert model._disc.edges["t"] == [2.5]  # {1, 2} | {3}
+    model.learn_one({"t": -math.inf}, 0)
+    assert model._store.nb._counts["t"] == {0: {1: 2.0, 0: 1.0}, 1: {1: 1.0}}
+    assert Learner.from_state(json.loads(json.dumps(model.to_state()))).to_state() == (
+        model.to_state()
+    )
+
+
 def test_schema_overrides_types() -> None:
     model = AODE(schema={"code": "categorical", "n": "numeric"}, warmup=1)
     model.learn_one({"code": 7, "n": 3}, "y")
