@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import subprocess
 import threading
 import time
 import urllib.error
@@ -28,6 +29,7 @@ from kafka_helpers import (
     wait_committed,
     wait_for,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 PARTITIONS = 3
 #: Fast failure detection and restarts in tests (the broker's minimum session timeout).
@@ -87,11 +89,13 @@ def round_trip(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -
     for index, payload in sorted(bad.items()):
         payloads.insert(index, payload)
     produce(kafka_bootstrap, topic, payloads, PARTITIONS)
-    daemon = Daemon(
-        workdir, "daemon", daemon_args(kafka_bootstrap, topic, group, out, dlq, workdir / "cp")
-    ).start()
+    port = free_port()
+    args = daemon_args(kafka_bootstrap, topic, group, out, dlq, workdir / "cp")
+    daemon = Daemon(workdir, "daemon", [*args, "--metrics-address", f"127.0.0.1:{port}"]).start()
     try:
         wait_committed(kafka_bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            exposition = response.read().decode()
     finally:
         code = daemon.stop()
     assert code == 0, daemon.log()
@@ -104,6 +108,7 @@ def round_trip(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -
         "model": model_of(workdir / "cp"),
         "committed": committed_offsets(kafka_bootstrap, group, topic),
         "ends": end_offsets(kafka_bootstrap, topic, PARTITIONS),
+        "metrics": exposition,
     }
 
 
@@ -143,6 +148,32 @@ def produce_slowly(bootstrap: str, topic: str, events: list, first: int) -> None
         payloads = [orjson.dumps(e) for e in events[i : i + step]]
         produce(bootstrap, topic, payloads, PARTITIONS, first=first + i)
         time.sleep(0.2)
+
+
+def metric(exposition: str, name: str, **labels: str) -> float:
+    """The value of one sample in a Prometheus text exposition."""
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    raise AssertionError(f"no sample {name}{labels} in the exposition")
+
+
+def test_kafka_metrics_on_the_engine_registry(round_trip: dict) -> None:
+    text = round_trip["metrics"]
+    topic = round_trip["topic"]
+    assert metric(text, "stream_nb_kafka_assigned_partitions") == PARTITIONS
+    assert metric(text, "stream_nb_kafka_rebalances_total", event="assigned") >= 1
+    for partition, end in round_trip["ends"].items():
+        labels = {"topic": topic, "partition": str(partition)}
+        assert metric(text, "stream_nb_kafka_committed_offset", **labels) == end
+        assert metric(text, "stream_nb_kafka_consumer_lag", **labels) == 0
+    assert metric(text, "stream_nb_kafka_commit_duration_seconds_count") >= 1
+    assert metric(text, "stream_nb_kafka_replayed_events_total") == 0
+    checked = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_crash_safety_kill_9_at_random_points(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import urllib.request
 from pathlib import Path
 
 import orjson
+from kafka_broker import free_port
 from kafka_helpers import (
     MODEL,
     Daemon,
@@ -22,6 +24,7 @@ from kafka_helpers import (
     wait_committed,
     wait_for,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 PARTITIONS = 4
 SYNC_INTERVAL = 0.5
@@ -71,7 +74,9 @@ def test_two_workers_converge_to_the_single_daemon_model(
     create_topic(kafka_bootstrap, topic, PARTITIONS)
     events = make_events(2000, seed=4)
     reference = reference_model(events)
-    a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")).start()
+    port = free_port()
+    a_args = worker_args(kafka_bootstrap, unique, "a", tmp_path / "a")
+    a = Daemon(tmp_path, "a", [*a_args, "--metrics-address", f"127.0.0.1:{port}"]).start()
     b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b")).start()
     try:
         wait_for(
@@ -89,6 +94,15 @@ def test_two_workers_converge_to_the_single_daemon_model(
             "both workers to merge each other's deltas",
             daemons=[a, b],
         )
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            families = {
+                s.name: s.value
+                for f in text_string_to_metric_families(response.read().decode())
+                for s in f.samples
+            }
+        assert families["stream_nb_kafka_sync_deltas_sent_total"] >= 1
+        assert families["stream_nb_kafka_sync_deltas_merged_total"] >= 1
+        assert families["stream_nb_kafka_sync_lag"] >= 0
     finally:
         assert a.stop() == 0, a.log()
         assert b.stop() == 0, b.log()
