@@ -310,7 +310,8 @@ def _wait_for(predicate, timeout=30.0):
         time.sleep(0.01)
 
 
-def test_sigterm_checkpoints_and_exits_0(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_checkpoints_and_exits_0(tmp_path, signum):
     payloads = [orjson.dumps({**x, "y": y}) for x, y in categorical_stream(4, 2000)]
     write_lines(tmp_path / "in.jsonl", payloads)
     proc = subprocess.Popen(
@@ -333,14 +334,14 @@ def test_sigterm_checkpoints_and_exits_0(tmp_path):
         stderr=subprocess.PIPE,
     )
     _wait_for(lambda: _count_lines(tmp_path / "out.jsonl") == 2000)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err.decode()
     body = read_snapshot(tmp_path / "ck")
     assert body["learner"]["n_learned"] == 2000
     assert body["source"]["line"] == 2000
     assert body["sink"] == {"bytes": (tmp_path / "out.jsonl").stat().st_size}
-    assert b"signal 15" in err
+    assert f"signal {int(signum)}".encode() in err
 
 
 def test_corrupt_newest_snapshot_falls_back_to_previous(tmp_path):

@@ -424,3 +424,29 @@ def test_fused_log_softmax_argmax_is_bit_identical_to_the_library():
         cases.append({c: rng.choice([rng.uniform(-800, 5), -math.inf, 0.0]) for c in range(k)})
     for jll in cases:
         assert _log_softmax_argmax(jll) == (log_softmax(jll), max(jll, key=jll.__getitem__))
+
+
+def test_label_json_types_survive_a_checkpoint(tmp_path):
+    labels = ["1", 2, 2.5, True]
+    events = [{"x": {"f": str(i % 4)}, "y": labels[i % 4]} for i in range(40)]
+    probe = [{"x": {"f": str(k)}} for k in range(4)]
+    cp = Checkpointer(tmp_path)
+    items = events + probe
+    sink = MemorySink()
+    first = Engine(
+        CategoricalNB(),
+        ListSource(items),
+        sink,
+        checkpointer=cp,
+        evaluator=PrequentialEvaluator(),
+    )
+    first.run(max_events=40)
+    again = Engine(
+        CategoricalNB(), ListSource(items), sink, checkpointer=cp, evaluator=PrequentialEvaluator()
+    )
+    assert again.restore()
+    again.run()
+    predicted = [r["y_pred"] for r in sink.records()[40:]]
+    assert predicted == labels and [type(p) for p in predicted] == [str, int, float, bool]
+    confusion = again.evaluator.report()["cumulative"]["confusion"]
+    assert {type(t) for t, _, _ in confusion} == {str, int, float, bool}
