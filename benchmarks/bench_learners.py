@@ -4,6 +4,7 @@ One command, one process, one run::
 
     python -m benchmarks.bench_learners            # full run, ~2-4 minutes
     python -m benchmarks.bench_learners --moa-jar /path/to/moa.jar   # + MOA in the JVM
+    python -m benchmarks.bench_learners --moa      # moa.jar from $MOA_JAR or capymoa
     python -m benchmarks.bench_learners --profile GaussianNB          # where the time goes
 
 For each row the same seeded stream is generated first (not timed), then each
@@ -323,6 +324,17 @@ def run_moa(jar: str, n: int, log: Callable[[str], None]) -> dict[str, Any]:
     }
 
 
+def find_capymoa_jar() -> str | None:
+    """``moa.jar`` shipped inside an importable capymoa package, if any."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("capymoa")
+    if spec is None or spec.origin is None:
+        return None
+    jar = Path(spec.origin).parent / "jar" / "moa.jar"
+    return str(jar) if jar.is_file() else None
+
+
 def _moa_cpu_seconds(output: str) -> float:
     lines = [line for line in output.splitlines() if line.strip()]
     header_index = next(i for i, line in enumerate(lines) if "evaluation time" in line)
@@ -456,9 +468,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs; the best is kept")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for learners.*")
     parser.add_argument(
+        "--moa",
+        action="store_true",
+        help="also time MOA NaiveBayes on MOA's Agrawal inside the JVM; moa.jar is taken from "
+        "--moa-jar, else $MOA_JAR, else an installed capymoa package",
+    )
+    parser.add_argument(
         "--moa-jar",
-        default=None,
-        help="path to moa.jar (e.g. from the capymoa wheel): also time MOA NaiveBayes in the JVM",
+        default=os.environ.get("MOA_JAR"),
+        help="path to moa.jar (e.g. capymoa/jar/moa.jar from the capymoa wheel); implies --moa "
+        "(env MOA_JAR)",
     )
     parser.add_argument("--moa-events", type=int, default=1_000_000)
     parser.add_argument("--profile", metavar="LEARNER", help="print a cProfile of one learner")
@@ -489,15 +508,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(profile(args.profile, sizes))
         return 0
 
+    jar = args.moa_jar
+    if args.moa and jar is None:
+        jar = find_capymoa_jar()
+        if jar is None:
+            parser.error(
+                "--moa needs moa.jar: pass --moa-jar PATH, set MOA_JAR, or install capymoa "
+                "in a separate venv and point --moa-jar at its capymoa/jar/moa.jar"
+            )
     rows = run_rows(sizes, args.repeats, log)
-    if args.moa_jar:
-        moa = run_moa(args.moa_jar, args.moa_events, log)
+    if jar:
+        moa = run_moa(jar, args.moa_events, log)
     else:
         moa = {
             "events_per_s": MOA_REFERENCE_EVENTS_PER_S,
             "measured": False,
             "how": "reference figure quoted in issue #2, NOT measured here; "
-            "pass --moa-jar to measure",
+            "pass --moa or --moa-jar to measure",
         }
     info = machine()
     args.out.mkdir(parents=True, exist_ok=True)

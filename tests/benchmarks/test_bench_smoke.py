@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,17 @@ def test_bench_learners_rejects_bad_sizes() -> None:
     )
     assert done.returncode == 2
     assert "--repeats must be at least 1" in done.stderr
+
+
+def test_bench_learners_moa_without_a_jar_names_the_fix() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MOA_JAR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_learners", "--moa"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2
+    assert "--moa needs moa.jar: pass --moa-jar PATH, set MOA_JAR" in done.stderr
