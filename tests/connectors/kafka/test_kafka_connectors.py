@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import orjson
@@ -141,3 +143,25 @@ def test_sink_keys_and_dead_letter_headers(kafka_bootstrap: str, unique: str) ->
     assert headers[HEADER_PARTITION] == b"2"
     assert headers[HEADER_OFFSET] == b"41"
     assert orjson.loads(dead.value)["payload"] == "{oops"
+
+
+def test_missing_kafka_python_names_the_extra() -> None:
+    """Without kafka-python the connector says which extra to install (checked in a fresh
+    interpreter where importing ``kafka`` fails)."""
+    code = (
+        "import sys; sys.modules['kafka'] = None\n"
+        "try:\n"
+        "    import connectors.kafka\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+        "from connectors.registry import open_source\n"
+        "try:\n"
+        "    open_source('kafka://127.0.0.1:9/t')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "pip install 'stream-nb[kafka]'" in out.splitlines()[0]
+    assert out.splitlines()[1].startswith("ConfigError") and "stream-nb[kafka]" in out
