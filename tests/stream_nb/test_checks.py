@@ -56,12 +56,18 @@ def public_learners() -> list[type[Learner]]:
     return sorted(found, key=lambda cls: cls.__name__)
 
 
-VARIANTS = {"default": {}, "half_life": {"half_life": HALF_LIFE}}
+#: "renormalising": a half-life so short that the global scale falls below
+#: 1e-150 within the 120 events, so every learner's ``_rescale`` runs.
+VARIANTS = {
+    "default": {},
+    "half_life": {"half_life": HALF_LIFE},
+    "renormalising": {"half_life": 0.2},
+}
 
 
 def exemptions(cls: type[Learner], variant: str) -> dict[str, str]:
     out = dict(EXEMPT.get(cls.__name__, {}))
-    if variant == "half_life":
+    if variant != "default":
         out.update(HALF_LIFE_EXEMPT)
     return out
 
@@ -227,3 +233,14 @@ def test_each_check_catches_its_bug(
     monkeypatch.setitem(Learner._registry, broken.__name__, broken)
     with pytest.raises(error):
         CHECKS[check](broken, categorical_events())
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in public_learners()])
+def test_renormalising_variant_really_renormalises(cls: type[Learner]) -> None:
+    model = _factory(cls, "renormalising")()
+    jumps = 0
+    for x, y in _events(cls):
+        before = model._scale
+        model.learn_one(x, y)
+        jumps += model._scale > before
+    assert jumps >= 1
