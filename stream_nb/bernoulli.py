@@ -63,8 +63,9 @@ class BernoulliNB(_TokenLearner):
     integers, so ``D_y ≤ min(|S_y|, N_y)`` and for text it grows like the
     square root of the data (a few hundred on a 20,000-word Zipf stream),
     and only the class just learned needs it, so a prequential step costs
-    O(features in x × classes + D_y). No exact O(1) update exists: after a
-    class-``y`` event every word that was off in it changes its term. With
+    O(features in x × classes + D_y). We know of no exact update in
+    O(features in x): after a class-``y`` event every word that was off in it
+    changes its term. With
     arbitrary real weights, or with ``half_life`` (raw counts are then all
     distinct and α changes in raw units every event, so *every* class is
     recomputed), ``D_y`` becomes the number of words ever on in class ``y``:
