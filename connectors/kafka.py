@@ -737,6 +737,9 @@ class KafkaSync:
             options = dict(self._producer_options)
             options.setdefault("compression_type", "gzip")
             options.setdefault("acks", "all")
+            # A worker killed inside a transaction holds back read_committed readers of
+            # the sync topic until the broker aborts it: keep that short.
+            options.setdefault("transaction_timeout_ms", _transaction_timeout_ms(self.interval))
             producer = KafkaProducer(
                 bootstrap_servers=self.source._bootstrap,
                 transactional_id=f"stream-nb.{self.source.group_id}.{self.worker_id}",
@@ -812,9 +815,11 @@ class KafkaSync:
         if time.monotonic() - self._last >= self.interval:
             self.sync()
 
-    def _catch_up(self, timeout: float = 60.0) -> None:
+    def _catch_up(self, timeout: float | None = None) -> None:
         """Read the sync topic to its end before publishing (own newer deltas included)."""
         end = self._consumer.end_offsets(self._partitions)
+        if timeout is None:  # an open transaction of a dead worker is aborted by then
+            timeout = _transaction_timeout_ms(self.interval) / 1000.0 + 60.0
         deadline = time.monotonic() + timeout
         while any(self._consumer.position(tp) < end[tp] for tp in self._partitions):
             if time.monotonic() > deadline:
@@ -948,6 +953,11 @@ class KafkaSync:
         self._consumer.close(autocommit=False)
         if self._producer is not None:
             self._producer.close(timeout=5)
+
+
+def _transaction_timeout_ms(interval: float) -> int:
+    """Transaction timeout for a sync interval: ten intervals, at least 10 s."""
+    return max(10_000, int(10 * interval * 1000))
 
 
 def _client_options(options: Mapping[str, Any]) -> dict[str, Any]:
