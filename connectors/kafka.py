@@ -165,7 +165,16 @@ class KafkaSource(Source):
         Where a partition with neither snapshot nor committed offset starts:
         ``earliest`` (default) or ``latest``.
     worker_id
-        Written in the commit metadata with the snapshot id.
+        Names this worker in commit metadata, sync deltas and the transactional id
+        (random by default, then kept in snapshots).
+    sync_topic, sync_interval
+        Model sync between the group's workers every ``sync_interval`` seconds
+        through ``sync_topic`` (see :class:`KafkaSync`; started by
+        :meth:`attach_engine`).
+    exactly_once
+        Predictions, dead letters, deltas and offsets in one transaction (implies a
+        sync topic, ``<group_id>.stream-nb-state`` unless given); the input is then
+        read with ``isolation_level="read_committed"`` unless set.
     **options
         Any other kafka-python consumer option (security settings included).
         ``enable_auto_commit=True`` is refused.
@@ -203,6 +212,8 @@ class KafkaSource(Source):
         self._reset = auto_offset_reset
         if exactly_once and sync_topic is None:
             sync_topic = f"{group_id}.stream-nb-state"
+        if exactly_once:
+            options.setdefault("isolation_level", "read_committed")
         self._sync_config: dict[str, Any] | None = (
             None
             if sync_topic is None

@@ -152,3 +152,51 @@ def test_killed_worker_partitions_move_and_the_model_stays_exact(
             b.kill()
         assert a.stop() == 0, a.log()
     assert_same_model(model_of(tmp_path / "a"), reference)
+
+
+def test_two_workers_exactly_once_with_a_kill(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    """Exactly-once in a group of two: one worker is killed mid-stream, the other takes its
+    partitions; read_committed sees each prediction once and the model is exact."""
+    topic, group = f"events-{unique}", f"g-{unique}"
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(2000, seed=8)
+    extra = "&exactly_once=true"
+    a = Daemon(tmp_path, "a", worker_args(kafka_bootstrap, unique, "a", tmp_path / "a", extra))
+    b = Daemon(tmp_path, "b", worker_args(kafka_bootstrap, unique, "b", tmp_path / "b", extra))
+    a.start()
+    b.start()
+    try:
+        wait_for(
+            lambda: group_members_with_partitions(kafka_bootstrap, group) == 2,
+            60,
+            "both workers to hold partitions",
+            daemons=[a, b],
+        )
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events[:1000]], PARTITIONS)
+        wait_for(
+            lambda: len(committed_offsets(kafka_bootstrap, group, topic)) == PARTITIONS,
+            60,
+            "both workers to commit",
+            daemons=[a, b],
+        )
+        b.kill()
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events[1000:]], PARTITIONS, 1000)
+        wait_committed(kafka_bootstrap, group, topic, PARTITIONS, 120, daemons=[a])
+        wait_for(lambda: learned(tmp_path / "a") == len(events), 60, "a's model", daemons=[a])
+    finally:
+        if b.alive():
+            b.kill()
+        assert a.stop() == 0, a.log()
+    assert_same_model(model_of(tmp_path / "a"), reference_model(events))
+    # b's transaction open at the kill holds back read_committed readers until the broker
+    # aborts it (transaction timeout, 10 s here): read until every event is answered.
+    seen: list = []
+
+    def answered() -> bool:
+        seen[:] = predictions(read_topic(kafka_bootstrap, f"out-{unique}", 1, read_committed=True))
+        return len(seen) >= len(events)
+
+    wait_for(answered, 90, "read_committed predictions of every event", interval=1.0)
+    assert sorted(p["id"] for p in seen) == [e["id"] for e in events]  # exactly once
