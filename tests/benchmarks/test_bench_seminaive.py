@@ -16,7 +16,11 @@ def test_bench_seminaive_writes_results(tmp_path: Path) -> None:
     streams = {(row["stream"], row["features"]) for row in payload["rows"]}
     assert {("led24", 24), ("tree-d10", 10), ("tree-d20", 20), ("tree-d40", 40)} <= streams
     for row in payload["rows"]:
-        assert row["events_per_s"] > 0 and 0.0 <= row["accuracy"] <= 1.0
+        assert (
+            row["events_per_s"] > 0
+            and row["events_per_cpu_s"] > 0
+            and 0.0 <= row["accuracy"] <= 1.0
+        )
         assert row["stored_counts"] > 0 and row["tracemalloc_peak_bytes"] > 0
     table = (tmp_path / "seminaive.md").read_text()
     assert "| led24 | 24 |" in table and "_spode" in table
