@@ -27,6 +27,7 @@ check                        property
 ``weight_repetition``        ``w=2`` equals learning the event twice
 ``no_log_zero``              no warning (run as errors) and no exception from
                              ``log(0)`` on edge cases: one class, tiny weights, ``{}``
+``wide_events``              10,000 features per event: finite, normalised answers
 ===========================  ==========================================================
 
 A learner may be exempt from a check only with a written reason, e.g.
@@ -404,6 +405,36 @@ def check_no_log_zero(factory: Factory, events: Sequence[Event]) -> None:
                 numpy.seterr(**previous)
 
 
+#: Features per event in ``wide_events`` (the issue's stability bound).
+_WIDE_FEATURES = 10_000
+#: Events learned in ``wide_events``: enough for several classes, cheap at 10k features.
+_WIDE_EVENTS = 8
+
+
+def check_wide_events(factory: Factory, events: Sequence[Event]) -> None:
+    """10,000 features per event give finite, normalised log-probabilities (no NaN/inf)."""
+    model = factory()
+    wide_events = []
+    for x, y in events[:_WIDE_EVENTS]:
+        copies = -(-_WIDE_FEATURES // max(1, len(x)))
+        wide_events.append(({f"{k}#{i}": v for i in range(copies) for k, v in x.items()}, y))
+    for x, y in wide_events:
+        model.learn_one(x, y)
+    for x, _ in wide_events:
+        log_proba = model.predict_log_proba_one(x)
+        if not log_proba or not all(
+            math.isfinite(v) and v <= _SUM_TOLERANCE for v in log_proba.values()
+        ):
+            raise _fail(
+                "wide_events", model, f"log-probabilities {log_proba!r} with {len(x)} features"
+            )
+        total = math.fsum(model.predict_proba_one(x).values())
+        if abs(total - 1.0) > _SUM_TOLERANCE:
+            raise _fail(
+                "wide_events", model, f"probabilities sum to {total!r} with {len(x)} features"
+            )
+
+
 #: Every check by name, in the order :func:`yield_checks` runs them.
 CHECKS: dict[str, Callable[[Factory, Sequence[Event]], None]] = {
     "cold_start": check_cold_start,
@@ -419,6 +450,7 @@ CHECKS: dict[str, Callable[[Factory, Sequence[Event]], None]] = {
     "chunked_learning": check_chunked_learning,
     "weight_repetition": check_weight_repetition,
     "no_log_zero": check_no_log_zero,
+    "wide_events": check_wide_events,
 }
 
 
