@@ -492,7 +492,7 @@ def yield_checks(factory: Factory, events: Sequence[Event]) -> Iterator[Check]:
 
 def check_learner(
     factory: Factory,
-    events: Sequence[Event],
+    events: Sequence[Event] | None = None,
     *,
     exempt: Mapping[str, str] | None = None,
 ) -> list[str]:
@@ -503,7 +503,8 @@ def check_learner(
     factory
         A no-argument callable returning a fresh, untrained learner.
     events
-        ``(x, y)`` pairs suited to the learner.
+        ``(x, y)`` pairs suited to the learner; by default
+        :func:`suitable_events` for the class ``factory()`` builds.
     exempt
         Check name → written reason for not running it. A reason is required.
 
@@ -525,6 +526,8 @@ def check_learner(
             raise ValueError(f"unknown check {name!r} in exempt; known checks: {sorted(CHECKS)}")
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"exempting check {name!r} needs a written reason, got {reason!r}")
+    if events is None:
+        events = suitable_events(type(factory()))
     ran = []
     for check in yield_checks(factory, events):
         if check.name not in exempt:

@@ -140,6 +140,10 @@ def test_check_learner_runs_every_check() -> None:
     assert [c.name for c in yield_checks(CategoricalNB, categorical_events())] == list(CHECKS)
 
 
+def test_check_learner_picks_suitable_events_by_default() -> None:
+    assert check_learner(lambda: CategoricalNB(alpha=0.5)) == list(CHECKS)
+
+
 def test_check_learner_validates_exemptions() -> None:
     with pytest.raises(ValueError, match="unknown check 'no_such_check'"):
         check_learner(CategoricalNB, categorical_events(), exempt={"no_such_check": "why"})
