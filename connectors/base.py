@@ -24,15 +24,16 @@ correctness.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Record", "Sink", "Source"]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One raw event as read from a source.
+
+    A named tuple (immutable, and about three times cheaper to build than a
+    frozen dataclass: sources build one per line or message).
 
     Attributes
     ----------
@@ -48,13 +49,19 @@ class Record:
         Source timestamp in seconds since the epoch, where known.
     headers
         Message headers where the source has them.
+
+    Examples
+    --------
+    >>> r = Record(b'{"a": 1}', {"line": 1, "offset": 0})
+    >>> r.payload, r.key, r.headers
+    (b'{"a": 1}', None, ())
     """
 
     payload: bytes
     position: dict[str, Any]
     key: bytes | None = None
     timestamp: float | None = None
-    headers: tuple[tuple[str, bytes], ...] = field(default_factory=tuple)
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class Source(abc.ABC):
@@ -113,6 +120,16 @@ class Sink(abc.ABC):
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
         """Buffer one record (no trailing newline: line-based sinks add it)."""
+
+    def write_many(self, values: list[bytes]) -> None:
+        """Buffer several unkeyed records in order (same as :meth:`write` on each).
+
+        Line sinks override it to buffer the whole list at once; the engine
+        uses it once per batch for sinks that ignore keys (``uses_keys = False``).
+        """
+        write = self.write
+        for value in values:
+            write(value)
 
     @abc.abstractmethod
     def flush(self) -> None:

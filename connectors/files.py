@@ -36,6 +36,8 @@ _BLOCK_BYTES = 1 << 16
 _FOLLOW_POLL_SECONDS = 0.05
 #: Bytes buffered by sinks before an ``os.write``.
 _BUFFER_BYTES = 1 << 16
+#: Builds a Record from its five fields without NamedTuple.__new__'s Python-level call.
+_new_record = tuple.__new__
 
 
 def _check_limit(max_line_bytes: Any) -> int:
@@ -90,14 +92,13 @@ class _LineSource(Source):
         line = self._line
         ready = self._ready
         ends = self._ends
+        new = _new_record
         for part in parts:
             line += 1
             size = len(part)
-            ready.append(
-                Record(
-                    part if size <= limit else part[: limit + 1], {"line": line, "offset": offset}
-                )
-            )
+            if size > limit:
+                part = part[: limit + 1]
+            ready.append(new(Record, (part, {"line": line, "offset": offset}, None, None, ())))
             offset += size + 1
             ends.append((line, offset))
         self._line, self._start = line, offset
@@ -300,6 +301,12 @@ class _FdSink(Sink):
     ) -> None:
         self._buffer.append(value)
         self._buffered += len(value) + 1
+        if self._buffered >= self._limit:
+            self._write_out()
+
+    def write_many(self, values: list[bytes]) -> None:
+        self._buffer.extend(values)
+        self._buffered += sum(map(len, values)) + len(values)
         if self._buffered >= self._limit:
             self._write_out()
 

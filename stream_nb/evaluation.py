@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from stream_nb._exceptions import ConfigError, ModelStateError
@@ -569,6 +569,195 @@ class PrequentialEvaluator:
 
         self._has_last = True
         self._last = y_true
+
+    def update_many(
+        self,
+        ys_true: Sequence[Hashable],
+        ys_pred: Sequence[Hashable | None],
+        log_probas: Sequence[Mapping[Any, float]],
+    ) -> None:
+        """Score several labelled events, in order: exactly :meth:`update` on each triple.
+
+        The engine calls this once per batch. The three views' bookkeeping is
+        inlined into one loop over plain local variables (no method call or
+        attribute access per event and view), the same operations in the same
+        order as :meth:`update`, so the state and every float sum are
+        bit-identical to calling :meth:`update` event by event.
+
+        Raises
+        ------
+        TypeError
+            If a prediction is unhashable; checked for the whole batch before
+            any view changed.
+
+        Examples
+        --------
+        >>> a, b = PrequentialEvaluator(window=2), PrequentialEvaluator(window=2)
+        >>> events = [("x", "x", {"x": -0.1}), ("y", "x", {"x": -0.2}), ("y", "y", {"y": -0.3})]
+        >>> for t, p, lp in events:
+        ...     a.update(t, p, lp)
+        >>> b.update_many(*zip(*events))
+        >>> a.to_state() == b.to_state()
+        True
+        """
+        for p in ys_pred:
+            hash(p)  # an unhashable prediction fails here, before any view changed
+        if not (len(ys_true) == len(ys_pred) == len(log_probas)):
+            raise ValueError(
+                f"update_many needs as many predictions and log-probabilities as labels, got "
+                f"{len(ys_true)}, {len(ys_pred)} and {len(log_probas)}"
+            )
+        matrix = self.loss_matrix
+        order = self._order
+        has_last, last = self._has_last, self._last
+        log_floor, max_loss = _LOG_FLOOR, _MAX_LOSS
+        # cumulative view (weight 1)
+        cv = self._cumulative
+        c_true, c_pred, c_tp, c_conf = cv.true, cv.pred, cv.tp, cv.confusion
+        c_n, c_correct, c_loss, c_cost = cv.n, cv.correct, cv.loss, cv.cost
+        c_majc, c_noch, c_major = cv.majority_correct, cv.nochange_correct, cv.majority
+        # window view (weight 1, evictions)
+        wv = self._window
+        w_true, w_pred, w_tp, w_conf = wv.true, wv.pred, wv.tp, wv.confusion
+        w_n, w_correct, w_loss, w_cost = wv.n, wv.correct, wv.loss, wv.cost
+        w_majc, w_noch = wv.majority_correct, wv.nochange_correct
+        entries = self._entries
+        popleft, append = entries.popleft, entries.append
+        size = self.window
+        evictions = self._evictions
+        # fading view (raw weight 1 / scale)
+        fv = self._fading
+        f_true, f_pred, f_tp, f_conf = fv.true, fv.pred, fv.tp, fv.confusion
+        f_n, f_correct, f_loss, f_cost = fv.n, fv.correct, fv.loss, fv.cost
+        f_majc, f_noch, f_major = fv.majority_correct, fv.nochange_correct, fv.majority
+        lam = self.fading_factor
+        scale = self._scale
+        for t, p, log_proba in zip(ys_true, ys_pred, log_probas, strict=True):
+            lp = log_proba.get(t)
+            if lp is None or not lp > log_floor:  # also NaN
+                loss = max_loss
+            elif lp >= 0.0:
+                loss = 0.0
+            else:
+                loss = -lp
+            correct = p is not None and p == t
+            cost = 0.0 if matrix is None else _cost(matrix, p, t)
+            nochange_ok = has_last and last == t
+            if t not in order:
+                order[t] = len(order)
+            key = (t, p)
+
+            # --- cumulative: _View.add(t, p, 1, ...)
+            c_n += 1
+            count = c_true.get(t, 0) + 1
+            c_true[t] = count
+            c_pred[p] = c_pred.get(p, 0) + 1
+            c_conf[key] = c_conf.get(key, 0) + 1
+            if correct:
+                c_correct += 1
+                c_tp[t] = c_tp.get(t, 0) + 1
+            c_loss += 1 * loss
+            c_cost += 1 * cost
+            if nochange_ok:
+                c_noch += 1
+            m = c_major
+            if m is None or (
+                t != m and (count > c_true[m] or (count == c_true[m] and order[t] < order[m]))
+            ):
+                c_major = m = t
+            if m == t:
+                c_majc += 1
+
+            # --- window: evict the oldest (_View.remove), then add
+            if len(entries) == size:
+                t0, p0, correct0, loss0, cost0, nochange0, majority0 = popleft()
+                w_n -= 1
+                _decrement(w_true, t0)
+                _decrement(w_pred, p0)
+                _decrement(w_conf, (t0, p0))
+                if correct0:
+                    w_correct -= 1
+                    _decrement(w_tp, t0)
+                w_loss -= loss0
+                w_cost -= cost0
+                if nochange0:
+                    w_noch -= 1
+                if majority0:
+                    w_majc -= 1
+                if t0 == wv.majority:
+                    wv.find_majority(order)
+                evictions += 1
+                if evictions >= size:
+                    # _resum_window: exact re-sums, so subtraction errors never pile up
+                    evictions = 0
+                    w_loss = math.fsum(e[3] for e in entries)
+                    w_cost = math.fsum(e[4] for e in entries)
+            w_n += 1
+            count = w_true.get(t, 0) + 1
+            w_true[t] = count
+            w_pred[p] = w_pred.get(p, 0) + 1
+            w_conf[key] = w_conf.get(key, 0) + 1
+            if correct:
+                w_correct += 1
+                w_tp[t] = w_tp.get(t, 0) + 1
+            w_loss += 1 * loss
+            w_cost += 1 * cost
+            if nochange_ok:
+                w_noch += 1
+            m = wv.majority
+            if m is None or (
+                t != m and (count > w_true[m] or (count == w_true[m] and order[t] < order[m]))
+            ):
+                wv.majority = m = t
+            majority_ok = m == t
+            if majority_ok:
+                w_majc += 1
+            append((t, p, correct, loss, cost, nochange_ok, majority_ok))
+
+            # --- fading: raw weight 1 / scale, renormalised like update()
+            if lam != 1.0:
+                scale = scale * lam
+                if scale < _RENORMALISE_BELOW:
+                    fv.n, fv.correct, fv.loss, fv.cost = f_n, f_correct, f_loss, f_cost
+                    fv.majority_correct, fv.nochange_correct = f_majc, f_noch
+                    fv.rescale(scale)
+                    f_n, f_correct, f_loss, f_cost = fv.n, fv.correct, fv.loss, fv.cost
+                    f_majc, f_noch = fv.majority_correct, fv.nochange_correct
+                    scale = 1.0
+                w = 1.0 / scale
+            else:
+                w = 1.0
+            f_n += w
+            count = f_true.get(t, 0) + w
+            f_true[t] = count
+            f_pred[p] = f_pred.get(p, 0) + w
+            f_conf[key] = f_conf.get(key, 0) + w
+            if correct:
+                f_correct += w
+                f_tp[t] = f_tp.get(t, 0) + w
+            f_loss += w * loss
+            f_cost += w * cost
+            if nochange_ok:
+                f_noch += w
+            m = f_major
+            if m is None or (
+                t != m and (count > f_true[m] or (count == f_true[m] and order[t] < order[m]))
+            ):
+                f_major = m = t
+            if m == t:
+                f_majc += w
+
+            has_last = True
+            last = t
+        cv.n, cv.correct, cv.loss, cv.cost = c_n, c_correct, c_loss, c_cost
+        cv.majority_correct, cv.nochange_correct, cv.majority = c_majc, c_noch, c_major
+        wv.n, wv.correct, wv.loss, wv.cost = w_n, w_correct, w_loss, w_cost
+        wv.majority_correct, wv.nochange_correct = w_majc, w_noch
+        self._evictions = evictions
+        fv.n, fv.correct, fv.loss, fv.cost = f_n, f_correct, f_loss, f_cost
+        fv.majority_correct, fv.nochange_correct, fv.majority = f_majc, f_noch, f_major
+        self._scale = scale
+        self._has_last, self._last = has_last, last
 
     def _resum_window(self) -> None:
         """Re-add the window's float sums exactly, so subtraction errors never pile up."""

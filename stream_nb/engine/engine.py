@@ -496,12 +496,21 @@ class Engine:
 
     def _process(self, records: list[Record]) -> None:
         learner = self.learner
-        decode = self.decoder.decode
-        write = self.sink.write
+        decoder = self.decoder
+        decode = decoder.decode
+        validate = decoder._validate
+        max_bytes = decoder.max_bytes
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
         dumps = orjson.dumps
         dump_option = self._dump_option
         evaluator = self.evaluator
         update = None if evaluator is None else evaluator.update
+        update_many = getattr(evaluator, "update_many", None)
+        # Evaluations are queued in order and handed over once per batch (update_many).
+        eval_true: list[Any] = []
+        eval_pred: list[Any] = []
+        eval_lp: list[Any] = []
         delayed = self.delayed
         decide = self._decide
         top_k = self.top_k
@@ -520,120 +529,177 @@ class Engine:
         counter = self.consumed
         sampling = metrics is not None
         keyed = getattr(self.sink, "uses_keys", True)
+        # Unkeyed sinks get the batch's lines in one write_many call.
+        lines: list[bytes] = []
+        emit = lines.append
+        if keyed:
+            write = self.sink.write
         timed = False
-        for record in records:
-            if sampling:
-                counter += 1
-                timed = counter % sample_every == 0
-                if timed:
-                    t0 = perf()
-            payload = record.payload
-            try:
-                x, y, eid, w = decode(payload)
-            except InvalidEventError as exc:
-                if not payload.strip():
-                    n_blank += 1
-                    continue
-                n_rejected += 1
-                self._reject(record, exc.reason, str(exc))
-                continue
-            if x is None:
-                # Label-only event: score the earlier prediction and learn its features.
-                pending = None if delayed is None else delayed.pop(eid)
-                if pending is None:
-                    if delayed is None:
-                        n_rejected += 1
-                        self._reject(
-                            record,
-                            "missing_features",
-                            "label-only event but delayed labels are disabled; "
-                            "enable them with --delayed-labels",
-                        )
+        evaluate_seconds = 0.0  # measured for the whole batch when update_many is used
+        try:
+            for record in records:
+                if sampling:
+                    counter += 1
+                    timed = counter % sample_every == 0
+                    if timed:
+                        t0 = perf()
+                payload = record.payload
+                try:
+                    if len(payload) <= max_bytes:
+                        try:
+                            obj = loads(payload)
+                        except decode_error:
+                            obj = decode(payload)  # raises InvalidEventError with the reason
+                        x, y, eid, w = validate(obj, True)
                     else:
-                        n_unmatched += 1
-                    continue
-                if update is not None:
-                    update(y, pending.y_pred, pending.log_proba)
-                try:
-                    learn(pending.x, y, pending.w)
-                except (InvalidEventError, TypeError, ValueError) as exc:
+                        x, y, eid, w = decode(payload)  # raises (too_large)
+                except InvalidEventError as exc:
+                    if not payload.strip():
+                        n_blank += 1
+                        continue
                     n_rejected += 1
-                    self._reject(record, _reason(exc, "learn_error"), str(exc))
+                    self._reject(record, exc.reason, str(exc))
                     continue
-                n_matched += 1
-                continue
-            if timed:
-                t1 = perf()
-            n_before = learner.n_learned
-            try:
-                jll = jll_of(x)
-            except (InvalidEventError, TypeError, ValueError) as exc:
-                n_rejected += 1
-                self._reject(record, _reason(exc, "predict_error"), str(exc))
-                continue
-            if jll:
-                lp, y_pred = _log_softmax_argmax(jll)
-                if decide is not None:
-                    y_pred = decide(lp)
-            else:
-                lp = {}
-                y_pred = None
-            # The source position rides along so consumers can drop at-least-once duplicates.
-            out: dict[str, Any] = (
-                {"id": eid, "position": record.position}
-                if eid is not None
-                else {"position": record.position}
-            )
-            out["y_pred"] = y_pred
-            if y is not None:
-                out["y_true"] = y
-            out["log_proba"] = lp if top_k is None else _top(lp, top_k)
-            out["n_learned"] = n_before
-            if want_explain and jll:
-                out["explain"] = explain_event(learner, x, jll, predicted=y_pred)
-            if timed:
-                t2 = perf()
-            try:
-                line = dumps(out, option=dump_option)
-            except TypeError:  # non-string class labels as log_proba keys: switch for good
-                dump_option = self._dump_option = _OPT_NON_STR
-                line = dumps(out, option=dump_option)
-            if keyed:
-                # Keyed by the source record's key, else the event id (Kafka partitioning).
-                key = record.key
-                if key is None and eid is not None:
-                    key = str(eid).encode()
-                write(line, key=key)
-            else:
-                write(line)
-            n_pred += 1
-            if timed:
-                t3 = perf()
-            if y is not None:
-                if update is not None:
-                    update(y, y_pred, lp)
+                if x is None:
+                    # Label-only event: score the earlier prediction and learn its features.
+                    pending = None if delayed is None else delayed.pop(eid)
+                    if pending is None:
+                        if delayed is None:
+                            n_rejected += 1
+                            self._reject(
+                                record,
+                                "missing_features",
+                                "label-only event but delayed labels are disabled; "
+                                "enable them with --delayed-labels",
+                            )
+                        else:
+                            n_unmatched += 1
+                        continue
+                    if update is not None:
+                        if update_many is not None:
+                            eval_true.append(y)
+                            eval_pred.append(pending.y_pred)
+                            eval_lp.append(pending.log_proba)
+                        else:
+                            update(y, pending.y_pred, pending.log_proba)
+                    try:
+                        learn(pending.x, y, pending.w)
+                    except (InvalidEventError, TypeError, ValueError) as exc:
+                        n_rejected += 1
+                        self._reject(record, _reason(exc, "learn_error"), str(exc))
+                        continue
+                    n_matched += 1
+                    continue
                 if timed:
-                    t_evaluate += perf() - t3
+                    t1 = perf()
+                n_before = learner.n_learned
                 try:
-                    learn(x, y, w)
+                    jll = jll_of(x)
                 except (InvalidEventError, TypeError, ValueError) as exc:
                     n_rejected += 1
-                    self._reject(record, _reason(exc, "learn_error"), str(exc))
+                    self._reject(record, _reason(exc, "predict_error"), str(exc))
                     continue
-                n_learn += 1
-            elif delayed is not None and eid is not None:
-                delayed.put(eid, x, w, y_pred, lp)
-                n_delayed += 1
-            else:
-                n_only += 1
-            if timed:
-                t4 = perf()
-                sampled += 1
-                t_decode += t1 - t0
-                t_predict += t2 - t1
-                t_emit += t3 - t2
-                t_learn += t4 - t3  # evaluate time is subtracted below
-                metrics.record_event_latency(t4 - t0)  # type: ignore[union-attr]
+                if jll:
+                    lp, y_pred = _log_softmax_argmax(jll)
+                    if decide is not None:
+                        y_pred = decide(lp)
+                else:
+                    lp = {}
+                    y_pred = None
+                shown = lp if top_k is None else _top(lp, top_k)
+                # The source position rides along so consumers can drop at-least-once
+                # duplicates. Key order: id, position, y_pred, y_true, log_proba, n_learned.
+                if eid is None:
+                    if y is None:
+                        out: dict[str, Any] = {
+                            "position": record.position,
+                            "y_pred": y_pred,
+                            "log_proba": shown,
+                            "n_learned": n_before,
+                        }
+                    else:
+                        out = {
+                            "position": record.position,
+                            "y_pred": y_pred,
+                            "y_true": y,
+                            "log_proba": shown,
+                            "n_learned": n_before,
+                        }
+                elif y is None:
+                    out = {
+                        "id": eid,
+                        "position": record.position,
+                        "y_pred": y_pred,
+                        "log_proba": shown,
+                        "n_learned": n_before,
+                    }
+                else:
+                    out = {
+                        "id": eid,
+                        "position": record.position,
+                        "y_pred": y_pred,
+                        "y_true": y,
+                        "log_proba": shown,
+                        "n_learned": n_before,
+                    }
+                if want_explain and jll:
+                    out["explain"] = explain_event(learner, x, jll, predicted=y_pred)
+                if timed:
+                    t2 = perf()
+                try:
+                    line = dumps(out, option=dump_option)
+                except TypeError:  # non-string class labels as log_proba keys: switch for good
+                    dump_option = self._dump_option = _OPT_NON_STR
+                    line = dumps(out, option=dump_option)
+                if keyed:
+                    # Keyed by the source record's key, else the event id (Kafka partitioning).
+                    key = record.key
+                    if key is None and eid is not None:
+                        key = str(eid).encode()
+                    write(line, key=key)
+                else:
+                    emit(line)
+                n_pred += 1
+                if timed:
+                    t3 = perf()
+                if y is not None:
+                    if update is not None:
+                        if update_many is not None:
+                            eval_true.append(y)
+                            eval_pred.append(y_pred)
+                            eval_lp.append(lp)
+                        else:
+                            update(y, y_pred, lp)
+                    if timed:
+                        t_evaluate += perf() - t3
+                    try:
+                        learn(x, y, w)
+                    except (InvalidEventError, TypeError, ValueError) as exc:
+                        n_rejected += 1
+                        self._reject(record, _reason(exc, "learn_error"), str(exc))
+                        continue
+                    n_learn += 1
+                elif delayed is not None and eid is not None:
+                    delayed.put(eid, x, w, y_pred, lp)
+                    n_delayed += 1
+                else:
+                    n_only += 1
+                if timed:
+                    t4 = perf()
+                    sampled += 1
+                    t_decode += t1 - t0
+                    t_predict += t2 - t1
+                    t_emit += t3 - t2
+                    t_learn += t4 - t3  # evaluate time is subtracted below
+                    metrics.record_event_latency(t4 - t0)  # type: ignore[union-attr]
+        finally:
+            # Also on an error-policy stop mid-batch: what was done before it is kept.
+            if lines:
+                self.sink.write_many(lines)
+            if eval_true:
+                t5 = perf()
+                update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
+                evaluate_seconds = perf() - t5
         consumed = len(records)
         for record in reversed(records):
             if record.timestamp is not None:
@@ -668,7 +734,7 @@ class Engine:
                     "decode": t_decode * scale,
                     "predict": t_predict * scale,
                     "emit": t_emit * scale,
-                    "evaluate": t_evaluate * scale,
+                    "evaluate": t_evaluate * scale + evaluate_seconds,
                     "learn": max(0.0, t_learn - t_evaluate) * scale,
                 },
                 last_event_timestamp=last_ts,

@@ -611,3 +611,48 @@ def test_window_entries_are_a_bounded_deque() -> None:
     ev = feed(PrequentialEvaluator(window=3), random_stream(4, 50))
     entries = ev._entries
     assert isinstance(entries, deque) and len(entries) == 3
+
+
+# ---------------------------------------------------------------------- update_many
+def _state_repr(ev: PrequentialEvaluator) -> bytes:
+    # repr keeps the float bits and the int/float distinction that == would blur
+    return repr((ev.to_state(), ev.report())).encode()
+
+
+@pytest.mark.parametrize(
+    ("window", "lam", "matrix"),
+    [(7, 0.5, None), (1, 1.0, {"a": {"b": 2.0}, 1: {"c": 0.5}}), (50, 0.9, None)],
+)
+def test_update_many_is_update_event_by_event_bit_for_bit(
+    window: int, lam: float, matrix: Any
+) -> None:
+    # λ = 0.5 renormalises every ~332 events; window 7 re-sums every 7 evictions
+    events = random_stream(11, 1500, classes=("a", "b", "c", 1))
+    one = PrequentialEvaluator(window=window, fading_factor=lam, loss_matrix=matrix)
+    many = PrequentialEvaluator(window=window, fading_factor=lam, loss_matrix=matrix)
+    rng = random.Random(3)
+    i = 0
+    while i < len(events):
+        chunk = events[i : i + rng.randint(0, 97)]
+        for t, p, lp in chunk:
+            one.update(t, p, lp)
+        many.update_many([e[0] for e in chunk], [e[1] for e in chunk], [e[2] for e in chunk])
+        assert _state_repr(many) == _state_repr(one)
+        i += len(chunk)
+
+
+@given(events_strategy, st.integers(1, 8), st.sampled_from([0.5, 0.9, 1.0]))
+def test_property_update_many_equals_update(events: list[Event], window: int, lam: float) -> None:
+    one = feed(PrequentialEvaluator(window=window, fading_factor=lam), events)
+    many = PrequentialEvaluator(window=window, fading_factor=lam)
+    many.update_many([e[0] for e in events], [e[1] for e in events], [e[2] for e in events])
+    assert _state_repr(many) == _state_repr(one)
+
+
+def test_update_many_checks_before_changing_anything() -> None:
+    ev = PrequentialEvaluator()
+    with pytest.raises(TypeError, match="unhashable"):
+        ev.update_many(["a", "b"], ["a", ["b"]], [{}, {}])
+    with pytest.raises(ValueError, match="as many predictions"):
+        ev.update_many(["a", "b"], ["a"], [{}, {}])
+    assert ev.n == 0
