@@ -136,10 +136,14 @@ class KafkaBroker:
             try:
                 self._start()
                 return
-            except RuntimeError:
+            except (RuntimeError, subprocess.CalledProcessError) as exc:
                 self.stop()
                 if self._started_once or attempt == attempts - 1:
-                    raise
+                    detail = getattr(exc, "stderr", None) or b""
+                    raise RuntimeError(
+                        f"cannot start the Kafka broker ({exc}):\n"
+                        f"{detail.decode(errors='replace')[-3000:]}\n{self.log_tail()}"
+                    ) from exc
                 shutil.rmtree(self.workdir / "data", ignore_errors=True)
                 self._formatted = False
                 self.port, self.controller_port = free_port(), free_port()
