@@ -42,13 +42,18 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from stream_nb._exceptions import ConfigError, IncompatibleModelError, ModelStateError
+from stream_nb._exceptions import (
+    ConfigError,
+    IncompatibleModelError,
+    InvalidEventError,
+    ModelStateError,
+)
 from stream_nb._state import decode_value, encode_value
 
-__all__ = ["Learner", "log_softmax"]
+__all__ = ["Learner", "log_softmax", "log_softmax_argmax"]
 
 #: Renormalise raw statistics when the global scale drops below this. 1e-150
 #: keeps raw values below ~1e150 × (true weight), far from float overflow
@@ -60,6 +65,7 @@ STATE_VERSION = 1
 
 _exp = math.exp
 _log = math.log
+_NEG_INF = -math.inf
 
 
 def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
@@ -92,6 +98,31 @@ def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
         total += _exp(v - m)
     lse = m + _log(total)
     return {c: v - lse for c, v in jll.items() if v != -math.inf}
+
+
+def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, float], Hashable]:
+    """``(log_softmax(jll), first argmax of jll)`` in one pass over the scores.
+
+    Bit-identical to :func:`log_softmax` and to :meth:`Learner.predict_one`
+    (same max shift, same left-to-right sum, first maximum wins ties).
+    ``jll`` must not be empty.
+
+    Examples
+    --------
+    >>> lp, best = log_softmax_argmax({"a": 0.0, "b": 1.0})
+    >>> best, round(math.exp(lp["b"]), 6)
+    ('b', 0.731059)
+    """
+    values = list(jll.values())
+    m = max(values)
+    y_pred = list(jll)[values.index(m)]
+    if m == _NEG_INF:
+        return {}, y_pred
+    total = 0.0
+    for v in values:
+        total += _exp(v - m)
+    lse = m + _log(total)
+    return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
 class Learner(abc.ABC):
@@ -174,6 +205,77 @@ class Learner(abc.ABC):
         if not jll:
             return None
         return max(jll, key=jll.__getitem__)
+
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """Prequential over a batch: for each event in order, predict it, then learn it.
+
+        Defined as exactly this loop: the log posterior and the decision of
+        event ``i`` are those of the model that learned events ``0..i-1`` of
+        the batch (and everything before it); then event ``i`` is learned,
+        unless its label is ``None`` (predicted only). The engine calls it
+        once per batch; learners may override it with an exact vectorised
+        version (same predictions to rounding, same state after the batch).
+
+        Parameters
+        ----------
+        xs, ys, ws
+            Features, labels (``None``: unlabelled) and weights, one per event.
+
+        Returns
+        -------
+        log_probas, predictions, errors
+            ``log_probas[i]`` is :meth:`predict_log_proba_one` of event ``i``
+            before learning it (``{}`` before anything was learned) and
+            ``predictions[i]`` its :meth:`predict_one`. ``errors[i]`` holds
+            the :class:`~stream_nb.InvalidEventError`, ``TypeError`` or
+            ``ValueError`` event ``i`` raised: when predicting,
+            ``log_probas[i]`` is ``None`` and the event is not learned; when
+            learning, the event keeps its prediction but is not learned
+            (learners leave the model unchanged when they reject an event).
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> lps, preds, errors = model.predict_learn_many(
+        ...     [{"sky": "sun"}, {"sky": "sun"}, {"sky": "rain"}], ["play", None, "stay"], [1.0] * 3
+        ... )
+        >>> lps[0], preds, errors, model.n_learned
+        ({}, [None, 'play', 'play'], {}, 2)
+        """
+        jll_of = self._joint_log_likelihood
+        learn = self.learn_one
+        log_probas: list[dict[Hashable, float] | None] = []
+        predictions: list[Hashable | None] = []
+        errors: dict[int, Exception] = {}
+        add_lp = log_probas.append
+        add_pred = predictions.append
+        for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
+            try:
+                jll = jll_of(x)
+            except (InvalidEventError, TypeError, ValueError) as exc:
+                errors[i] = exc
+                add_lp(None)
+                add_pred(None)
+                continue
+            if jll:
+                lp, y_pred = log_softmax_argmax(jll)
+                add_lp(lp)
+                add_pred(y_pred)
+            else:
+                add_lp({})
+                add_pred(None)
+            if y is not None:
+                try:
+                    learn(x, y, w)
+                except (InvalidEventError, TypeError, ValueError) as exc:
+                    errors[i] = exc
+        return log_probas, predictions, errors
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:

@@ -26,7 +26,7 @@ import enum
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ import orjson
 from connectors.base import Record, Sink, Source
 from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
 from stream_nb.base import Learner
+from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
 from stream_nb.engine.checkpoint import Checkpointer
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
@@ -495,6 +496,15 @@ class Engine:
             self.metrics.record_dead_letter(reason)
 
     def _process(self, records: list[Record]) -> None:
+        if self.explain or self.error_policy is ErrorPolicy.RAISE:
+            # explanations read the model at prediction time; "raise" stops at the
+            # first bad event, before the events after it are learned
+            self._process_each(records)
+        else:
+            self._process_batched(records)
+
+    def _process_each(self, records: list[Record]) -> None:
+        """The per-event path (explanations, error policy ``raise``)."""
         learner = self.learner
         decoder = self.decoder
         decode = decoder.decode
@@ -524,7 +534,6 @@ class Engine:
         n_blank = 0
         t_decode = t_predict = t_emit = t_learn = t_evaluate = 0.0
         sampled = 0
-        last_ts: float | None = None
         batch_start = perf()
         counter = self.consumed
         sampling = metrics is not None
@@ -700,7 +709,305 @@ class Engine:
                 t5 = perf()
                 update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
                 evaluate_seconds = perf() - t5
+        if metrics is not None:
+            # Stage seconds are estimated from the sampled events, scaled to the batch.
+            scale = len(records) / sampled if sampled else 0.0
+            stage_seconds = {
+                "decode": t_decode * scale,
+                "predict": t_predict * scale,
+                "emit": t_emit * scale,
+                "evaluate": t_evaluate * scale + evaluate_seconds,
+                "learn": max(0.0, t_learn - t_evaluate) * scale,
+            }
+        else:
+            stage_seconds = {}
+        self._finish_batch(
+            records,
+            batch_start,
+            n_pred=n_pred,
+            n_only=n_only,
+            n_learn=n_learn,
+            n_delayed=n_delayed,
+            n_matched=n_matched,
+            n_unmatched=n_unmatched,
+            n_rejected=n_rejected,
+            n_blank=n_blank,
+            stage_seconds=stage_seconds,
+            latencies=(),
+        )
+
+    def _process_batched(self, records: list[Record]) -> None:
+        """The batch path: runs of ordinary events go through ``predict_learn_many``.
+
+        Same records, dead letters, evaluation and model as the per-event path
+        (:meth:`_process_each`): a run ("segment") of decoded events is
+        predicted and learned by one :meth:`Learner.predict_learn_many` call,
+        then emitted in order. A rejected or label-only event first finishes
+        the segment before it, so every side effect keeps its order.
+        """
+        learner = self.learner
+        decoder = self.decoder
+        decode = decoder.decode
+        validate = decoder._validate
+        max_bytes = decoder.max_bytes
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        dumps = orjson.dumps
+        evaluator = self.evaluator
+        update = None if evaluator is None else evaluator.update
+        update_many = getattr(evaluator, "update_many", None)
+        eval_true: list[Any] = []
+        eval_pred: list[Any] = []
+        eval_lp: list[Any] = []
+        delayed = self.delayed
+        decide = self._decide
+        top_k = self.top_k
+        metrics = self.metrics
+        perf = time.perf_counter
+        sample_every = self.latency_every
+        counts = dict.fromkeys(
+            ("pred", "only", "learn", "delayed", "matched", "unmatched", "rejected", "blank"), 0
+        )
+        stage = dict.fromkeys(("decode", "predict", "emit"), 0.0)
+        latencies: list[float] = []
+        batch_start = perf()
+        counter = self.consumed
+        sampling = metrics is not None
+        keyed = getattr(self.sink, "uses_keys", True)
+        lines: list[bytes] = []
+        # the current segment: decoded ordinary events not yet predicted
+        seg_x: list[dict[str, Any]] = []
+        seg_y: list[Any] = []
+        seg_w: list[float] = []
+        seg_id: list[Any] = []
+        seg_rec: list[Record] = []
+        seg_t0: list[float | None] = []
+
+        def run_segment() -> None:
+            n_learned = learner.n_learned  # before the segment
+            t_model = perf()
+            log_probas, predictions, errors = learner.predict_learn_many(seg_x, seg_y, seg_w)
+            t_emit = perf()
+            option = self._dump_option
+            n_pred = n_learn = n_only = n_delayed = 0
+            for i, lp in enumerate(log_probas):
+                record = seg_rec[i]
+                if lp is None:
+                    exc = errors[i]
+                    counts["rejected"] += 1
+                    self._reject(record, _reason(exc, "predict_error"), str(exc))
+                    continue
+                y_pred = predictions[i]
+                if decide is not None and y_pred is not None:
+                    y_pred = decide(lp)
+                shown = lp if top_k is None else _top(lp, top_k)
+                y = seg_y[i]
+                eid = seg_id[i]
+                # Key order: id, position, y_pred, y_true, log_proba, n_learned.
+                if eid is None:
+                    if y is None:
+                        out: dict[str, Any] = {
+                            "position": record.position,
+                            "y_pred": y_pred,
+                            "log_proba": shown,
+                            "n_learned": n_learned,
+                        }
+                    else:
+                        out = {
+                            "position": record.position,
+                            "y_pred": y_pred,
+                            "y_true": y,
+                            "log_proba": shown,
+                            "n_learned": n_learned,
+                        }
+                elif y is None:
+                    out = {
+                        "id": eid,
+                        "position": record.position,
+                        "y_pred": y_pred,
+                        "log_proba": shown,
+                        "n_learned": n_learned,
+                    }
+                else:
+                    out = {
+                        "id": eid,
+                        "position": record.position,
+                        "y_pred": y_pred,
+                        "y_true": y,
+                        "log_proba": shown,
+                        "n_learned": n_learned,
+                    }
+                try:
+                    line = dumps(out, option=option)
+                except TypeError:  # non-string class labels as log_proba keys: switch for good
+                    option = self._dump_option = _OPT_NON_STR
+                    line = dumps(out, option=option)
+                if keyed:
+                    key = record.key
+                    if key is None and eid is not None:
+                        key = str(eid).encode()
+                    self.sink.write(line, key=key)
+                else:
+                    lines.append(line)
+                n_pred += 1
+                if y is not None:
+                    if update is not None:
+                        if update_many is not None:
+                            eval_true.append(y)
+                            eval_pred.append(y_pred)
+                            eval_lp.append(lp)
+                        else:
+                            update(y, y_pred, lp)
+                    if errors and i in errors:
+                        exc = errors[i]
+                        counts["rejected"] += 1
+                        self._reject(record, _reason(exc, "learn_error"), str(exc))
+                        continue
+                    n_learned += 1
+                    n_learn += 1
+                elif delayed is not None and eid is not None:
+                    delayed.put(eid, seg_x[i], seg_w[i], y_pred, lp)
+                    n_delayed += 1
+                else:
+                    n_only += 1
+                if sampling:
+                    t0 = seg_t0[i]
+                    if t0 is not None:
+                        latencies.append(perf() - t0)
+            counts["pred"] += n_pred
+            counts["learn"] += n_learn
+            counts["only"] += n_only
+            counts["delayed"] += n_delayed
+            stage["predict"] += t_emit - t_model
+            stage["emit"] += perf() - t_emit
+            seg_x.clear()
+            seg_y.clear()
+            seg_w.clear()
+            seg_id.clear()
+            seg_rec.clear()
+            seg_t0.clear()
+
+        evaluate_seconds = 0.0
+        try:
+            t_start = perf()
+            for record in records:
+                t0: float | None = None
+                if sampling:
+                    counter += 1
+                    if counter % sample_every == 0:
+                        t0 = perf()
+                payload = record.payload
+                try:
+                    if len(payload) <= max_bytes:
+                        try:
+                            obj = loads(payload)
+                        except decode_error:
+                            obj = decode(payload)  # raises InvalidEventError with the reason
+                        x, y, eid, w = validate(obj, True)
+                    else:
+                        x, y, eid, w = decode(payload)  # raises (too_large)
+                except InvalidEventError as exc:
+                    if not payload.strip():
+                        counts["blank"] += 1
+                        continue
+                    stage["decode"] += perf() - t_start
+                    if seg_x:
+                        run_segment()
+                    t_start = perf()
+                    counts["rejected"] += 1
+                    self._reject(record, exc.reason, str(exc))
+                    continue
+                if x is not None:
+                    seg_x.append(x)
+                    seg_y.append(y)
+                    seg_w.append(w)
+                    seg_id.append(eid)
+                    seg_rec.append(record)
+                    seg_t0.append(t0)
+                    continue
+                # Label-only event: score the earlier prediction and learn its features.
+                stage["decode"] += perf() - t_start
+                if seg_x:
+                    run_segment()
+                t_start = perf()
+                pending = None if delayed is None else delayed.pop(eid)
+                if pending is None:
+                    if delayed is None:
+                        counts["rejected"] += 1
+                        self._reject(
+                            record,
+                            "missing_features",
+                            "label-only event but delayed labels are disabled; "
+                            "enable them with --delayed-labels",
+                        )
+                    else:
+                        counts["unmatched"] += 1
+                    continue
+                if update is not None:
+                    if update_many is not None:
+                        eval_true.append(y)
+                        eval_pred.append(pending.y_pred)
+                        eval_lp.append(pending.log_proba)
+                    else:
+                        update(y, pending.y_pred, pending.log_proba)
+                try:
+                    learner.learn_one(pending.x, y, pending.w)
+                except (InvalidEventError, TypeError, ValueError) as exc:
+                    counts["rejected"] += 1
+                    self._reject(record, _reason(exc, "learn_error"), str(exc))
+                    continue
+                counts["matched"] += 1
+            stage["decode"] += perf() - t_start
+            if seg_x:
+                run_segment()
+        finally:
+            if lines:
+                self.sink.write_many(lines)
+            if eval_true:
+                t5 = perf()
+                update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
+                evaluate_seconds = perf() - t5
+        self._finish_batch(
+            records,
+            batch_start,
+            n_pred=counts["pred"],
+            n_only=counts["only"],
+            n_learn=counts["learn"],
+            n_delayed=counts["delayed"],
+            n_matched=counts["matched"],
+            n_unmatched=counts["unmatched"],
+            n_rejected=counts["rejected"],
+            n_blank=counts["blank"],
+            stage_seconds={
+                "decode": stage["decode"],
+                # the learner's batched predict + learn, one call per segment
+                "predict": stage["predict"],
+                "emit": stage["emit"],
+                "evaluate": evaluate_seconds,
+                "learn": 0.0,
+            },
+            latencies=latencies,
+        )
+
+    def _finish_batch(
+        self,
+        records: list[Record],
+        batch_start: float,
+        *,
+        n_pred: int,
+        n_only: int,
+        n_learn: int,
+        n_delayed: int,
+        n_matched: int,
+        n_unmatched: int,
+        n_rejected: int,
+        n_blank: int,
+        stage_seconds: Mapping[str, float],
+        latencies: Iterable[float],
+    ) -> None:
+        """Counters, outcomes and metrics of one processed batch."""
         consumed = len(records)
+        last_ts: float | None = None
         for record in reversed(records):
             if record.timestamp is not None:
                 last_ts = record.timestamp
@@ -721,54 +1028,31 @@ class Engine:
         for outcome, value in batch_outcomes.items():
             if value:
                 outcomes[outcome] = outcomes.get(outcome, 0) + value
+        metrics = self.metrics
         if metrics is not None:
-            # Stage seconds are estimated from the sampled events, scaled to the batch.
-            scale = consumed / sampled if sampled else 0.0
+            for seconds in latencies:
+                metrics.record_event_latency(seconds)
             metrics.record_batch(
                 consumed=consumed,
                 # blank lines are consumed but have no outcome series
                 outcomes={k: v for k, v in batch_outcomes.items() if v and k != "blank"},
                 predictions=n_pred,
-                seconds=perf() - batch_start,
-                stage_seconds={
-                    "decode": t_decode * scale,
-                    "predict": t_predict * scale,
-                    "emit": t_emit * scale,
-                    "evaluate": t_evaluate * scale + evaluate_seconds,
-                    "learn": max(0.0, t_learn - t_evaluate) * scale,
-                },
+                seconds=time.perf_counter() - batch_start,
+                stage_seconds=stage_seconds,
                 last_event_timestamp=last_ts,
             )
+            delayed = self.delayed
             if delayed is not None:
                 evicted = delayed.evicted - self._reported_evicted
                 self._reported_evicted = delayed.evicted
                 metrics.record_delayed_label_cache(size=len(delayed), evicted=max(0, evicted))
-            if evaluator is not None:
-                metrics.record_evaluation(evaluator)
+            if self.evaluator is not None:
+                metrics.record_evaluation(self.evaluator)
             now = time.monotonic()
             if now - self._last_size_time >= _MODEL_SIZE_EVERY:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now
-                metrics.record_model_size(learner.model_size())
-
-
-def _log_softmax_argmax(jll: dict[Hashable, float]) -> tuple[dict[Hashable, float], Hashable]:
-    """``(log_softmax(jll), first argmax of jll)`` in one pass over the scores.
-
-    Bit-identical to :func:`stream_nb.base.log_softmax` and to ``predict_one``
-    (same max shift, same left-to-right sum, first maximum wins ties).
-    ``jll`` must not be empty.
-    """
-    values = list(jll.values())
-    m = max(values)
-    y_pred = list(jll)[values.index(m)]
-    if m == _NEG_INF:
-        return {}, y_pred
-    total = 0.0
-    for v in values:
-        total += _exp(v - m)
-    lse = m + _ln(total)
-    return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
+                metrics.record_model_size(self.learner.model_size())
 
 
 def _reason(exc: Exception, default: str) -> str:

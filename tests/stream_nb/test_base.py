@@ -315,3 +315,31 @@ def test_a_subclass_hook_contract() -> None:
     copy_ = Learner.from_state(orjson.loads(orjson.dumps(model.to_state())))
     assert copy_.predict_log_proba_one({}) == model.predict_log_proba_one({})
     assert repr(copy_) == "CountOnly(half_life=0.001)"
+
+
+def test_predict_learn_many_is_predict_then_learn_event_by_event() -> None:
+    import random
+
+    from stream_nb import InvalidEventError, MultinomialNB
+
+    rng = random.Random(4)
+    xs = [{"a": rng.choice([0, 1, 2, -1]), "b": rng.randint(0, 3)} for _ in range(300)]
+    ys = [rng.choice(["p", "q", None]) for _ in range(300)]
+    ws = [rng.choice([1.0, 0.5, 2.0]) for _ in range(300)]
+    batch, reference = MultinomialNB(), MultinomialNB()
+    lps, preds, errors = batch.predict_learn_many(xs, ys, ws)
+    for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
+        try:
+            want = reference.predict_log_proba_one(x)
+        except InvalidEventError as exc:
+            assert lps[i] is None and preds[i] is None and str(errors[i]) == str(exc)
+            continue
+        assert lps[i] == want and preds[i] == reference.predict_one(x)
+        if y is not None:
+            try:
+                reference.learn_one(x, y, w)
+            except InvalidEventError as exc:
+                assert str(errors[i]) == str(exc)
+                continue
+        assert i not in errors
+    assert errors and batch.to_state() == reference.to_state()

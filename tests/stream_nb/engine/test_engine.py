@@ -499,3 +499,68 @@ def test_delayed_labels_across_crashes_equal_an_uninterrupted_run(tmp_path):
     assert e.learner.to_state() == whole.learner.to_state()
     assert e.evaluator.report() == whole.evaluator.report()
     assert e.summary().outcomes == whole.summary().outcomes
+
+
+class _PerEventEngine(Engine):
+    """The engine forced onto its per-event path (the reference for the batch path)."""
+
+    def _process(self, records):
+        self._process_each(records)
+
+
+def _mixed_items(seed):
+    """Labelled, unlabelled, label-only, rejected (decode, predict, learn) and blank lines."""
+    import random
+
+    rng = random.Random(seed)
+    items, waiting = [], []
+    for i in range(400):
+        r = rng.random()
+        tok = rng.choice([1, 2, 3, 0])
+        if r < 0.05:
+            items.append(rng.choice([b"{bad", b"[1]", b"   ", {"x": {"tok": [1]}, "y": "a"}]))
+        elif r < 0.08:
+            items.append({"x": {"tok": -1}, "y": "a", "id": f"n{i}"})  # MultinomialNB rejects
+        elif r < 0.20:
+            items.append({"x": {"tok": tok, "u": 1}, "id": f"d{i}"})  # waits for its label
+            waiting.append(f"d{i}")
+        elif r < 0.30 and waiting:
+            items.append({"id": waiting.pop(0), "y": rng.choice("ab")})  # label-only
+        elif r < 0.35:
+            items.append({"x": {"tok": tok}})  # unlabelled, no id
+        else:
+            items.append({"x": {"tok": tok, "v": rng.randint(0, 4)}, "y": rng.choice("abc")})
+    return items
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 64, 512])
+@pytest.mark.parametrize("options", [{}, {"top_k": 1, "loss_matrix": {"a": {"b": 5.0}}}])
+def test_batch_path_equals_the_per_event_path(batch_size, options):
+    runs = []
+    for engine_class in (Engine, _PerEventEngine):
+        sink, dead = MemorySink(), MemorySink()
+        engine = engine_class(
+            MultinomialNB(),
+            ListSource(_mixed_items(batch_size)),
+            sink,
+            dead_letters=dead,
+            evaluator=PrequentialEvaluator(window=50),
+            delayed=DelayedLabelCache(max_size=1000, max_age=None),
+            batch_size=batch_size,
+            metrics=EngineMetrics(),
+            latency_every=3,
+            **options,
+        )
+        summary = engine.run()
+        runs.append((sink.records(), dead.records(), engine.learner.to_state(), summary.to_dict()))
+        values = engine.metrics.registry.get_sample_value
+        runs[-1] += (values("stream_nb_event_latency_seconds_count"),)
+    assert runs[0][0] == runs[1][0]  # predictions
+    assert runs[0][1] == runs[1][1]  # dead letters, in order
+    assert runs[0][2] == runs[1][2]  # model
+    assert {k: v for k, v in runs[0][3].items() if k != "seconds"} == {
+        k: v for k, v in runs[1][3].items() if k != "seconds"
+    }
+    assert runs[0][4] == runs[1][4]  # sampled latencies
+    reasons = {d["reason"] for d in runs[0][1]}
+    assert {"invalid_json", "not_object", "invalid_features", "negative_count"} <= reasons
