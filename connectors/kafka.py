@@ -591,13 +591,34 @@ class DeltaTracker:
         learn_main = type(learner).learn_one.__get__(learner)
         learn_delta = delta.learn_one
         tracker = self
+        self._in_batch = False
 
         def learn_one(x: Mapping[str, Any], y: Any, w: float = 1.0) -> None:
             learn_main(x, y, w)
-            learn_delta(x, y, w)
-            tracker.weight += w
+            if not tracker._in_batch:
+                learn_delta(x, y, w)
+                tracker.weight += w
 
         learner.learn_one = learn_one
+        batch = getattr(type(learner), "predict_learn_many", None)
+        if batch is not None:
+            batch_main = batch.__get__(learner)
+
+            def predict_learn_many(xs: Any, ys: Any, ws: Any) -> Any:
+                # A learner's own batch path may bypass learn_one: replay what it learned.
+                tracker._in_batch = True
+                try:
+                    out = batch_main(xs, ys, ws)
+                finally:
+                    tracker._in_batch = False
+                errors = out[2]
+                for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
+                    if y is not None and i not in errors:
+                        learn_delta(x, y, w)
+                        tracker.weight += w
+                return out
+
+            learner.predict_learn_many = predict_learn_many
         self.learner, self.delta, self.weight = learner, delta, 0.0
 
     def cut(self) -> tuple[Any, float]:

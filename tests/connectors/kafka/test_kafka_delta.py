@@ -30,8 +30,18 @@ def rebuild_from_deltas(learner: Learner, events: list, seed: int) -> Learner:
     rng = random.Random(seed)
     tracker = DeltaTracker(learner)
     rebuilt = learner.clone()
-    for x, y in events:
-        learner.learn_one(x, y, 2.0 if rng.random() < 0.2 else 1.0)
+    batch = getattr(learner, "predict_learn_many", None)  # the engine's batch path
+    i = 0
+    while i < len(events):
+        if batch is not None and rng.random() < 0.5:
+            chunk = events[i : i + rng.randint(1, 12)]
+            ws = [2.0 if rng.random() < 0.2 else 1.0 for _ in chunk]
+            learner.predict_learn_many([x for x, _ in chunk], [y for _, y in chunk], ws)
+            i += len(chunk)
+        else:
+            x, y = events[i]
+            learner.learn_one(x, y, 2.0 if rng.random() < 0.2 else 1.0)
+            i += 1
         if rng.random() < 0.1:
             DeltaTracker.apply(rebuilt, *tracker.cut())
     DeltaTracker.apply(rebuilt, *tracker.cut())
