@@ -8,8 +8,10 @@ temporary directory and runs with a small heap.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -17,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-__all__ = ["KafkaBroker", "free_port", "jar_dir"]
+__all__ = ["KafkaBroker", "die_with_parent", "free_port", "jar_dir"]
 
 _REPO = Path(__file__).resolve().parents[3]
 
@@ -37,6 +39,19 @@ logger.kafka.level = INFO
 logger.broker.name = kafka.server.BrokerServer
 logger.broker.level = INFO
 """
+
+
+def die_with_parent() -> None:
+    """``preexec_fn`` for children: SIGKILL them when the process that started them dies
+    (Linux ``PR_SET_PDEATHSIG``), so a crashed test run leaves no broker or daemon behind."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux/glibc: best effort only
+        pass
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -173,6 +188,7 @@ class KafkaBroker:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         log.close()
         self.wait_ready()

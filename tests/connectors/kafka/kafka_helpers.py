@@ -17,6 +17,7 @@ import orjson
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError
+from kafka_broker import die_with_parent
 
 from stream_nb import Checkpointer, Learner
 
@@ -195,6 +196,7 @@ class Daemon:
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
+            preexec_fn=die_with_parent,
         )
         log.close()
         return self
