@@ -564,3 +564,36 @@ def test_batch_path_equals_the_per_event_path(batch_size, options):
     assert runs[0][4] == runs[1][4]  # sampled latencies
     reasons = {d["reason"] for d in runs[0][1]}
     assert {"invalid_json", "not_object", "invalid_features", "negative_count"} <= reasons
+
+
+def test_naive_bayes_numpy_kernel_in_the_engine_equals_the_per_event_path():
+    from stream_nb import NaiveBayes
+    from stream_nb.datasets import agrawal
+
+    items = [{**x, "y": y} for x, y in agrawal(4, 1500)]
+    items[700] = {k: v for k, v in items[700].items() if k != "y"}  # unlabelled
+    items[900] = b"{bad"
+    outputs = []
+    for engine_class in (Engine, _PerEventEngine):
+        sink = MemorySink()
+        evaluator = PrequentialEvaluator()
+        engine = engine_class(
+            NaiveBayes(),
+            ListSource(items),
+            sink,
+            dead_letters=MemorySink(),
+            evaluator=evaluator,
+            batch_size=256,
+        )
+        engine.run()
+        outputs.append((sink.records(), evaluator.report(confusion=False), engine.learner))
+    (fast, fast_report, fast_model), (slow, slow_report, slow_model) = outputs
+    assert len(fast) == len(slow) == 1499
+    for a, b in zip(fast, slow, strict=True):
+        assert a["position"] == b["position"] and a["n_learned"] == b["n_learned"]
+        assert a["y_pred"] == b["y_pred"]
+        assert a["log_proba"].keys() == b["log_proba"].keys()
+        for c in a["log_proba"]:
+            assert a["log_proba"][c] == pytest.approx(b["log_proba"][c], rel=1e-9, abs=1e-9)
+    assert fast_report["cumulative"]["accuracy"] == slow_report["cumulative"]["accuracy"]
+    assert fast_model.n_learned == slow_model.n_learned == 1498

@@ -1,0 +1,317 @@
+"""Exact batched prequential steps for GaussianNB and NaiveBayes (numpy).
+
+:meth:`stream_nb.base.Learner.predict_learn_many` is defined as the loop
+"predict event ``i`` with the model that learned events ``0..i-1``, then learn
+it". For Gaussian and categorical statistics every quantity event ``i`` sees
+is a *prefix sum* over the batch, so the whole batch is computed with a few
+array operations instead of one Python loop per event and feature.
+
+Gaussian statistics (per class ``k`` and feature ``j``; shift ``d = x - μ₀``
+by the class mean at the batch start, so the sums do not cancel)::
+
+    W_i  = Σ_{l<i, y_l=k} w_l                   n_i  = n₀ + W_i
+    S1_i = Σ_{l<i, y_l=k} w_l d_l               μ_i  = μ₀ + S1_i / n_i
+    S2_i = Σ_{l<i, y_l=k} w_l d_l²              M2_i = M2₀ + S2_i - S1_i² / n_i
+
+(the Welford/Chan merge of the batch prefix into the start statistics). The
+global per-feature statistics of ε likewise, with ``ε_i = var_smoothing ×
+max_j M2g_ij / ng_ij``. Categorical counts ``N_{k,f,v}`` before event ``i`` are
+the start counts plus an exclusive cumulative sum grouped by value, the
+present weights ``N_{k,f}`` the class prefix ``W_i``, and the number of
+distinct values ``S_f`` grows by one at the first *learned* occurrence of a
+new value. Scores then follow the learners' formulas for all events × classes
+at once, and the statistics after the batch are the prefix at ``i = B``.
+
+The result equals the per-event path to rounding (about 1e-12 relative on
+the log posteriors; the tests ask for 1e-9). Anything unusual returns
+``None`` and the caller runs the per-event loop: forgetting (``half_life``),
+fixed class priors, a label not learned before the batch, events with other
+keys than the learned features, missing (``None``) or non-numeric values,
+classes without statistics for some feature, all-constant features.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from stream_nb.stats import LOG_2PI
+
+__all__ = ["MIN_BATCH", "gaussian_predict_learn_many", "predict_learn_many"]
+
+#: Below this many events the per-event loop is cheaper than numpy's fixed
+#: cost per array operation (~1-5 µs each, a few dozen per batch); measured on
+#: the engine benchmark, see docs/engine.md.
+MIN_BATCH = 64
+
+#: Same floor as stream_nb.gaussian._MIN_EPSILON (ε never below it).
+_MIN_EPSILON = 1e-300
+
+_NUMBERS = frozenset((int, float))
+
+Result = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
+
+
+def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
+    """Row ``i`` holds the sum of rows ``0..i-1`` (rows of zeros for ``i = 0``)."""
+    out = np.empty_like(a)
+    out[0] = 0.0
+    np.cumsum(a[:-1], axis=0, out=out[1:])
+    return out
+
+
+def _grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Row ``i``: the sum of rows ``l < i`` with ``codes[l] == codes[i]``."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    sums = _exclusive_cumsum(a[order])
+    # subtract, in each group, the running sum reached at the group's first row
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    group_of = np.cumsum(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) - 1
+    sums -= sums[starts][group_of]
+    out = np.empty_like(sums)
+    out[order] = sums
+    return out
+
+
+def gaussian_predict_learn_many(
+    model: Any,
+    xs: Sequence[Mapping[str, Any]],
+    ys: Sequence[Hashable | None],
+    ws: Sequence[float],
+) -> Result | None:
+    """``model.predict_learn_many(xs, ys, ws)`` for GaussianNB / NaiveBayes, or ``None``.
+
+    ``None`` (nothing changed) when the batch is not one this kernel handles;
+    the caller then runs the per-event loop. See the module docstring.
+    """
+    b = len(xs)
+    if b < MIN_BATCH or model.half_life is not None or model.class_prior is not None:
+        return None
+    labels = model._labels
+    index = model._index
+    n_classes = len(labels)
+    if n_classes == 0 or model._missing or model._maxvar <= 0.0:
+        return None
+    keys = tuple(xs[0])
+    categorical: tuple[str, ...] = ()
+    gaussian: tuple[Hashable, ...] = model._order
+    if hasattr(model, "_plans"):  # NaiveBayes: the cached split of these keys by kind
+        plan = model._plans.get(keys)
+        if plan is None or plan.gaussian != gaussian:
+            return None
+        categorical = plan.categorical
+        if any(f not in model._counts for f in categorical):
+            return None
+    elif keys != gaussian:
+        return None
+    if not gaussian:
+        return None
+    for event in xs:
+        if tuple(event) != keys:
+            return None
+    # class index of every event (-1: unlabelled, predicted only)
+    try:
+        k_of = [-1 if y is None else index[y] for y in ys]
+    except (KeyError, TypeError):
+        return None  # a new class (or an unhashable label): the per-event path
+    rows = list(map(operator.itemgetter(*gaussian), xs))
+    if len(gaussian) == 1:
+        rows = [(r,) for r in rows]
+    types = {v.__class__ for row in rows for v in row}
+    if not types <= _NUMBERS:
+        return None
+    x = np.array(rows, dtype=np.float64)
+    if not np.isfinite(x).all():
+        return None
+    cat_values: list[list[Any]] = []
+    if categorical:
+        if len(categorical) == 1:
+            cat_values = [[xx[categorical[0]] for xx in xs]]
+        else:
+            cat_values = [
+                list(col) for col in zip(*map(operator.itemgetter(*categorical), xs), strict=True)
+            ]
+        for col in cat_values:
+            if None in col:
+                return None
+    w = np.asarray(ws, dtype=np.float64)
+    if len(w) != b or len(ys) != b or not (np.isfinite(w).all() and (w > 0.0).all()):
+        return None  # the per-event path raises the right error
+    k_arr = np.asarray(k_of)
+    onehot = np.zeros((b, n_classes))
+    labelled = k_arr >= 0
+    onehot[np.flatnonzero(labelled), k_arr[labelled]] = w[labelled]  # B × K learning weights
+
+    model._g_sync()  # materialise lazily kept weights and variances
+    n0 = np.array(model._n)  # K × F
+    mean0 = np.array(model._mean)
+    m20 = np.array(model._m2)
+    gn0 = np.array(model._gn)  # F
+    gmean0 = np.array(model._gmean)
+    gm20 = np.array(model._gm2)
+    cw0 = np.array(model._cw)
+
+    # --- per-class Gaussian statistics before every event: B × K × F
+    d = x[:, None, :] - mean0[None, :, :]
+    wd = onehot[:, :, None] * d
+    s1 = _exclusive_cumsum(wd)
+    s2 = _exclusive_cumsum(wd * d)
+    wc = _exclusive_cumsum(onehot)  # B × K
+    n = n0[None, :, :] + wc[:, :, None]
+    mean = mean0[None, :, :] + s1 / n
+    var = (m20[None, :, :] + s2 - s1 * s1 / n) / n
+    # --- global statistics (ε): B × F
+    gd = x - gmean0[None, :]
+    wl = onehot.sum(axis=1)  # learning weight of every event (0 if unlabelled)
+    gwd = wl[:, None] * gd
+    gs1 = _exclusive_cumsum(gwd)
+    gs2 = _exclusive_cumsum(gwd * gd)
+    gn = gn0[None, :] + _exclusive_cumsum(wl)[:, None]
+    gvar = (gm20[None, :] + gs2 - gs1 * gs1 / gn) / gn
+    maxvar = gvar.max(axis=1)
+    if not (maxvar > 0.0).all():
+        return None  # all features constant at some point: the per-event path
+    eps = np.maximum(model.var_smoothing * maxvar, _MIN_EPSILON)
+    v = var + eps[:, None, None]
+    diff = x[:, None, :] - mean
+    jll = -0.5 * (len(gaussian) * LOG_2PI + np.log(v).sum(axis=2) + (diff * diff / v).sum(axis=2))
+    # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
+    if model._fit_prior:
+        alpha = model._prior_alpha
+        cw = cw0[None, :] + wc
+        den = model._total + wc.sum(axis=1) + n_classes * alpha
+        jll += np.log(cw + alpha) - np.log(den)[:, None]
+    else:
+        jll -= math.log(n_classes)
+    # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α))
+    cat_updates = []
+    if categorical:
+        alpha = model.alpha
+        present = model._present
+        counts = model._counts
+        for f, col in zip(categorical, cat_values, strict=True):
+            values = counts[f]
+            by_class = present[f]
+            codes: dict[Any, int] = {}
+            try:
+                code_of = [codes.setdefault(value, len(codes)) for value in col]
+            except TypeError:
+                return None  # unhashable value: the per-event path names it
+            start = np.zeros((len(codes), n_classes))
+            new_first: list[int] = []  # event index where a new value is first learned
+            seen_new: set[Any] = set()
+            for value, c in codes.items():
+                vc = values.get(value)
+                if vc is not None:
+                    start[c] = [vc.get(y, 0.0) for y in labels]
+            for i, value in enumerate(col):
+                if k_of[i] >= 0 and value not in values and value not in seen_new:
+                    seen_new.add(value)
+                    new_first.append(i)
+            code_arr = np.asarray(code_of)
+            count = start[code_arr] + _grouped_exclusive_cumsum(code_arr, onehot)
+            pres = np.array([by_class.get(y, 0.0) for y in labels])[None, :] + wc
+            distinct = len(values) + np.searchsorted(
+                np.asarray(new_first, dtype=np.int64), np.arange(b), side="left"
+            )
+            jll += np.log(count + alpha) - np.log(pres + (distinct * alpha)[:, None])
+            cat_updates.append((f, col))
+
+    # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
+    top = jll.max(axis=1)
+    lse = top + np.log(np.exp(jll - top[:, None]).sum(axis=1))
+    lp_rows = (jll - lse[:, None]).tolist()
+    best = jll.argmax(axis=1).tolist()
+    log_probas: list[dict[Hashable, float] | None] = [
+        dict(zip(labels, r, strict=True)) for r in lp_rows
+    ]
+    predictions: list[Hashable | None] = [labels[i] for i in best]
+
+    # --- the statistics after the batch (prefix at i = B), then learn counters
+    wk = onehot.sum(axis=0)  # K
+    t1 = s1[-1] + wd[-1]
+    t2 = s2[-1] + wd[-1] * d[-1]
+    n_end = n0 + wk[:, None]
+    model._n = n_end.tolist()
+    model._mean = (mean0 + t1 / n_end).tolist()
+    model._m2 = (m20 + t2 - t1 * t1 / n_end).tolist()
+    g1 = gs1[-1] + gwd[-1]
+    g2 = gs2[-1] + gwd[-1] * gd[-1]
+    gn_end = gn[-1] + wl[-1]
+    model._gn = gn_end.tolist()
+    model._gmean = (gmean0 + g1 / gn_end).tolist()
+    model._gm2 = (gm20 + g2 - g1 * g1 / gn_end).tolist()
+    cw_list = model._cw
+    total = model._total
+    unit = bool((w == 1.0).all())
+    learned_ys = [y for y in ys if y is not None]
+    if unit:
+        for y, c in Counter(learned_ys).items():
+            cw_list[index[y]] += float(c)
+        total += float(len(learned_ys))
+    else:
+        for y, wi in zip(ys, ws, strict=True):
+            if y is not None:
+                cw_list[index[y]] += wi
+                total += wi
+    model._total = total
+    model._g_derive()
+    for f, col in cat_updates:
+        by_class = model._present[f]
+        values = model._counts[f]
+        if unit:
+            for y, c in Counter(learned_ys).items():
+                by_class[y] = by_class.get(y, 0.0) + float(c)
+            pairs = Counter((value, y) for value, y in zip(col, ys, strict=True) if y is not None)
+            items: list[tuple[Any, Hashable, float]] = [
+                (value, y, float(c)) for (value, y), c in pairs.items()
+            ]
+        else:
+            for y, wi in zip(ys, ws, strict=True):
+                if y is not None:
+                    by_class[y] = by_class.get(y, 0.0) + wi
+            items = [
+                (value, y, wi) for value, y, wi in zip(col, ys, ws, strict=True) if y is not None
+            ]
+        for value, y, weight in items:
+            value_counts = values.get(value)
+            if value_counts is None:
+                values[value] = {y: weight}
+            else:
+                value_counts[y] = value_counts.get(y, 0.0) + weight
+    if categorical:
+        kinds = model._kinds
+        for f in categorical:
+            kinds.setdefault(f, "categorical")
+    model.n_learned += len(learned_ys)
+    return log_probas, predictions, {}
+
+
+def predict_learn_many(
+    learner: Any,
+    xs: Sequence[Mapping[str, Any]],
+    ys: Sequence[Hashable | None],
+    ws: Sequence[float],
+) -> Result:
+    """``learner.predict_learn_many``, vectorised for GaussianNB and NaiveBayes.
+
+    The engine's entry point: exactly GaussianNB / NaiveBayes (not subclasses,
+    which may change the formulas) go through :func:`gaussian_predict_learn_many`
+    when it applies; everything else runs the learner's own method.
+    """
+    if type(learner).__name__ in _KERNEL_CLASSES and type(learner).__module__ in _KERNEL_MODULES:
+        out = gaussian_predict_learn_many(learner, xs, ys, ws)
+        if out is not None:
+            return out
+    result: Result = learner.predict_learn_many(xs, ys, ws)
+    return result
+
+
+_KERNEL_CLASSES = frozenset(("GaussianNB", "NaiveBayes"))
+_KERNEL_MODULES = frozenset(("stream_nb.gaussian", "stream_nb.mixed"))

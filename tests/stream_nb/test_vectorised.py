@@ -1,0 +1,122 @@
+"""The numpy batch kernel of GaussianNB / NaiveBayes against the per-event path:
+every prediction to 1e-9 and the model after each batch (counts exactly)."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from stream_nb import GaussianNB, NaiveBayes
+from stream_nb._vectorised import MIN_BATCH, gaussian_predict_learn_many, predict_learn_many
+from stream_nb.datasets import agrawal
+
+TOL = 1e-9
+
+
+def _close(a: Any, b: Any, path: str = "") -> None:
+    """Recursive equality, floats to TOL (relative or absolute)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)), path
+        assert math.isclose(a, b, rel_tol=TOL, abs_tol=TOL), f"{path}: {a} != {b}"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b, strict=True)):
+            _close(u, v, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def _run(make: Any, events: list[tuple[dict[str, Any], Any, float]], seed: int) -> None:
+    """Warm up on a prefix, then batches of random sizes: kernel vs per-event loop."""
+    fast, slow = make(), make()
+    warm = 50
+    for x, y, w in events[:warm]:
+        fast.learn_one(x, y, w)
+        slow.learn_one(x, y, w)
+    rng = random.Random(seed)
+    i, used = warm, 0
+    while i < len(events):
+        batch = events[i : i + rng.choice([MIN_BATCH, 100, 257, 600])]
+        xs = [dict(e[0]) for e in batch]
+        ys = [e[1] for e in batch]
+        ws = [e[2] for e in batch]
+        got = gaussian_predict_learn_many(fast, xs, ys, ws)
+        want = slow.predict_learn_many(xs, ys, ws)
+        if got is None:  # unusual batch: the caller runs the loop
+            got = fast.predict_learn_many(xs, ys, ws)
+        else:
+            used += 1
+        lps, preds, errors = got
+        assert errors == want[2] == {}
+        for lp, want_lp, pred, want_pred in zip(lps, want[0], preds, want[1], strict=True):
+            _close(lp, want_lp)
+            ranked = sorted(want_lp.values())
+            if len(ranked) < 2 or ranked[-1] - ranked[-2] > TOL:
+                assert pred == want_pred
+        assert fast.n_learned == slow.n_learned
+        _close(fast.to_state(), slow.to_state())
+        i += len(batch)
+    assert used >= 3  # the kernel really ran
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_naive_bayes_on_agrawal_equals_the_per_event_path(seed: int) -> None:
+    rng = random.Random(seed)
+    events = [
+        (x, y if rng.random() > 0.1 else None, 1.0) for x, y in agrawal(seed, 2500, nominal=True)
+    ]
+    _run(NaiveBayes, events, seed)
+
+
+def test_gaussian_nb_with_weights_equals_the_per_event_path() -> None:
+    rng = random.Random(5)
+    events = [
+        (x, y if rng.random() > 0.2 else None, rng.choice([1.0, 0.25, 3.0]))
+        for x, y in agrawal(5, 2000, nominal=False)
+    ]
+    _run(GaussianNB, events, 5)
+
+
+def test_new_categories_mid_batch_and_three_classes() -> None:
+    rng = random.Random(9)
+    events = []
+    for i in range(1500):
+        y = rng.choice("abc")
+        x = {
+            "u": rng.gauss({"a": 0.0, "b": 1.0, "c": 3.0}[y], 1.0 + (y == "c")),
+            "v": rng.randint(0, 1000) * 1e-3,
+            # new values keep appearing (some first in unlabelled events)
+            "colour": f"c{rng.randint(0, 4 + i // 20)}",
+            "size": rng.choice(["s", "m", "l"]),
+        }
+        events.append((x, y if rng.random() > 0.3 else None, rng.choice([1.0, 1.0, 2.5])))
+    _run(lambda: NaiveBayes(alpha=0.5, var_smoothing=1e-6), events, 9)
+
+
+def test_unusual_batches_fall_back() -> None:
+    model = NaiveBayes()
+    xs = [{"a": float(i % 7), "b": "x"} for i in range(MIN_BATCH)]
+    ys = ["p", "q"] * (MIN_BATCH // 2)
+    ws = [1.0] * MIN_BATCH
+    assert gaussian_predict_learn_many(model, xs, ys, ws) is None  # nothing learned yet
+    model.learn_one(xs[0], "p")
+    model.learn_one(xs[1], "q")
+    assert gaussian_predict_learn_many(model, xs, ["r", *ys[1:]], ws) is None  # new class
+    assert gaussian_predict_learn_many(model, [{"a": 1.0}, *xs[1:]], ys, ws) is None  # keys
+    assert gaussian_predict_learn_many(model, [{"a": None, "b": "x"}, *xs[1:]], ys, ws) is None
+    assert gaussian_predict_learn_many(model, [{"a": True, "b": "x"}, *xs[1:]], ys, ws) is None
+    assert gaussian_predict_learn_many(model, xs[:10], ys[:10], ws[:10]) is None  # small
+    forgetting = NaiveBayes(half_life=100.0)
+    forgetting.learn_one(xs[0], "p")
+    assert gaussian_predict_learn_many(forgetting, xs, ys, ws) is None
+    assert model.n_learned == 2
+    # the dispatcher still answers, through the learner's own loop
+    lps, _preds, errors = predict_learn_many(model, xs[:10], ys[:10], ws[:10])
+    assert len(lps) == 10 and not errors and model.n_learned == 12
