@@ -298,6 +298,8 @@ class KafkaSource(Source):
 
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
         """Poll up to ``max_records`` records, waiting at most ``timeout`` seconds."""
+        if self._sync is not None:
+            self._sync.ensure_tracking()
         if self._unchecked:
             with self._lock:
                 pending = dict(self._unchecked)
@@ -839,9 +841,16 @@ class KafkaSync:
                 self._consumer.seek(tp, self.sync_offsets[tp.partition])
 
     # ------------------------------------------------------------ the loop
-    def _on_batch(self, engine: Any) -> None:
-        if engine.learner is not self._main:
+    def ensure_tracking(self) -> None:
+        """Track the engine's current learner (it is replaced when a snapshot without sync
+        state is restored, or by ``--initial-model``); called before every batch."""
+        engine = self._engine
+        if engine is not None and engine.learner is not self._main:
             self._adopt(engine.learner)
+            self.base_state = engine.learner.to_state()
+
+    def _on_batch(self, engine: Any) -> None:
+        self.ensure_tracking()
         if not self._caught_up:
             self._catch_up()
         if time.monotonic() - self._last >= self.interval:
