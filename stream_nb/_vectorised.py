@@ -228,9 +228,12 @@ def gaussian_predict_learn_many(
     lse = top + np.log(np.exp(jll - top[:, None]).sum(axis=1))
     lp_rows = (jll - lse[:, None]).tolist()
     best = jll.argmax(axis=1).tolist()
-    log_probas: list[dict[Hashable, float] | None] = [
-        dict(zip(labels, r, strict=True)) for r in lp_rows
-    ]
+    log_probas: list[dict[Hashable, float] | None]
+    if n_classes == 2:
+        first, second = labels
+        log_probas = [{first: a, second: b} for a, b in lp_rows]
+    else:
+        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
     predictions: list[Hashable | None] = [labels[i] for i in best]
 
     # --- the statistics after the batch (prefix at i = B), then learn counters

@@ -685,7 +685,16 @@ class PrequentialEvaluator:
                 if majority0:
                     w_majc -= 1
                 if t0 == wv.majority:
-                    wv.find_majority(order)
+                    # _View.find_majority inlined: most frequent, ties to the first seen
+                    best: Any = None
+                    best_count: float = -1
+                    best_order = 0
+                    for c, c_count in w_true.items():
+                        if c_count > best_count or (
+                            c_count == best_count and order[c] < best_order
+                        ):
+                            best, best_count, best_order = c, c_count, order[c]
+                    wv.majority = best
                 evictions += 1
                 if evictions >= size:
                     # _resum_window: exact re-sums, so subtraction errors never pile up
