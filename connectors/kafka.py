@@ -814,6 +814,7 @@ class KafkaSync:
 
     # ------------------------------------------------------------ snapshot state
     def _provide(self) -> dict[str, Any]:
+        self.ensure_tracking()  # e.g. snapshot 0, written before the first batch
         return {
             "format": SYNC_FORMAT,
             "worker": self.worker_id,
