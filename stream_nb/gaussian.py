@@ -88,6 +88,38 @@ class _GaussianStats:
     ``_second`` is the maximum searched again (O(features), rare).
     """
 
+    # Slots keep attribute access on the hot path a fixed offset (a learner has
+    # more attributes than CPython's shared-key instance dicts take).
+    __slots__ = (
+        "_argmax",
+        "_cw",
+        "_eps_floor",
+        "_features",
+        "_fidx",
+        "_gm2",
+        "_gmean",
+        "_gn",
+        "_gnlazy",
+        "_guniform",
+        "_gvar",
+        "_gvar_stale",
+        "_index",
+        "_labels",
+        "_m2",
+        "_maxvar",
+        "_mean",
+        "_missing",
+        "_n",
+        "_nlazy",
+        "_order",
+        "_scored",
+        "_scored_labels",
+        "_second",
+        "_total",
+        "_uniform",
+        "_var",
+    )
+
     var_smoothing: float
     class_prior: dict[Hashable, float] | None
     _prior_alpha: float
@@ -240,46 +272,27 @@ class _GaussianStats:
             self._gnlazy = True
             mx = -1.0
             am = 0
-            if w == 1.0:
-                for j, x_f in enumerate(vals):
-                    # Welford: μ' = μ + d/n', M2' = M2 + d (x - μ')
-                    m = m_k[j]
-                    d = x_f - m
-                    m += d / n
-                    m_k[j] = m
-                    s = s_k[j] + d * (x_f - m)
-                    s_k[j] = s
-                    v_k[j] = s / n
-                    m = gm[j]
-                    d = x_f - m
-                    m += d / gn
-                    gm[j] = m
-                    s = gs[j] + d * (x_f - m)
-                    gs[j] = s
-                    if s > mx:
-                        mx = s
-                        am = j
-            else:
-                r = w / n
-                gr = w / gn
-                for j, x_f in enumerate(vals):
-                    # weighted Welford: μ' = μ + d w/n', M2' = M2 + w d (x - μ')
-                    m = m_k[j]
-                    d = x_f - m
-                    m += d * r
-                    m_k[j] = m
-                    s = s_k[j] + w * d * (x_f - m)
-                    s_k[j] = s
-                    v_k[j] = s / n
-                    m = gm[j]
-                    d = x_f - m
-                    m += d * gr
-                    gm[j] = m
-                    s = gs[j] + w * d * (x_f - m)
-                    gs[j] = s
-                    if s > mx:
-                        mx = s
-                        am = j
+            # Welford with n' = n + w: μ' = μ + d·(w/n'), M2' = M2 + d²·w(n'-w)/n'
+            # (= M2 + w·d·(x - μ'), with one subtraction less per feature)
+            r = w / n
+            c = w * (n - w) / n
+            gr = w / gn
+            gc = w * (gn - w) / gn
+            for j, x_f in enumerate(vals):
+                m = m_k[j]
+                d = x_f - m
+                m_k[j] = m + d * r
+                s = s_k[j] + d * d * c
+                s_k[j] = s
+                v_k[j] = s / n
+                m = gm[j]
+                d = x_f - m
+                gm[j] = m + d * gr
+                s = gs[j] + d * d * gc
+                gs[j] = s
+                if s > mx:
+                    mx = s
+                    am = j
             self._argmax = am
             self._maxvar = self._second = mx / gn
             self._gvar_stale = True
