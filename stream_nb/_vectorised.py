@@ -112,9 +112,8 @@ def gaussian_predict_learn_many(
         return None
     if not gaussian:
         return None
-    for event in xs:
-        if tuple(event) != keys:
-            return None
+    if not all(map(keys.__eq__, map(tuple, xs))):
+        return None
     # class index of every event (-1: unlabelled, predicted only)
     try:
         k_of = [-1 if y is None else index[y] for y in ys]

@@ -672,12 +672,30 @@ class PrequentialEvaluator:
             if len(entries) == size:
                 t0, p0, correct0, loss0, cost0, nochange0, majority0 = popleft()
                 w_n -= 1
-                _decrement(w_true, t0)
-                _decrement(w_pred, p0)
-                _decrement(w_conf, (t0, p0))
+                # _decrement inlined: a count reaching 0 leaves its dict
+                left = w_true[t0] - 1
+                if left:
+                    w_true[t0] = left
+                else:
+                    del w_true[t0]
+                left = w_pred[p0] - 1
+                if left:
+                    w_pred[p0] = left
+                else:
+                    del w_pred[p0]
+                key0 = (t0, p0)
+                left = w_conf[key0] - 1
+                if left:
+                    w_conf[key0] = left
+                else:
+                    del w_conf[key0]
                 if correct0:
                     w_correct -= 1
-                    _decrement(w_tp, t0)
+                    left = w_tp[t0] - 1
+                    if left:
+                        w_tp[t0] = left
+                    else:
+                        del w_tp[t0]
                 w_loss -= loss0
                 w_cost -= cost0
                 if nochange0:
