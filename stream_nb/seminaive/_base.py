@@ -113,6 +113,7 @@ class _SemiNaive(Learner):
         bin_edges: Mapping[Hashable, Sequence[float]] | None,
         schema: Mapping[Hashable, str] | None,
         half_life: float | None,
+        max_pair_features: int | None = 200,
     ) -> None:
         super().__init__(half_life=half_life)
         self.alpha = check_alpha(alpha)
@@ -120,12 +121,15 @@ class _SemiNaive(Learner):
         if max_values_per_feature is not None:
             check_int(max_values_per_feature, "max_values_per_feature", 1)
         self.max_values_per_feature = max_values_per_feature
+        if max_pair_features is not None:
+            check_int(max_pair_features, "max_pair_features", 1)
+        self.max_pair_features = max_pair_features
         self.n_bins = check_int(n_bins, "n_bins", 2)
         self.warmup = check_int(warmup, "warmup", 1)
         self.bin_edges = check_bin_edges(bin_edges)
         self.schema = check_schema(schema)
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
-        self._store = PairStore(self.alpha)
+        self._store = PairStore(self.alpha, max_pair_features)
         self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
         # events learned while some of their numeric features were warming up:
         # [items, {feature: raw value}, y, raw w], replayed when the bins freeze
@@ -136,6 +140,7 @@ class _SemiNaive(Learner):
             "alpha": self.alpha,
             "min_parent_count": self.min_parent_count,
             "max_values_per_feature": self.max_values_per_feature,
+            "max_pair_features": self.max_pair_features,
             "n_bins": self.n_bins,
             "warmup": self.warmup,
             "bin_edges": self.bin_edges,
@@ -266,12 +271,13 @@ class _SemiNaive(Learner):
     def _children(
         self, items: list[Item], a: float
     ) -> list[tuple[Hashable, Hashable, float, float]]:
-        """``(j, x_j, α·S_j, −log S_j)`` for the learned features of the event."""
+        """``(j, x_j, α·S_j, −log S_j)`` for the event's learned features with pair counts."""
         counts: dict[Any, Any] = self._store.nb._counts
+        pair_features = self._store.pair_features
         out = []
         for j, vj in items:
             values = counts.get(j)
-            if values is not None:
+            if values is not None and j in pair_features:
                 s = len(values)
                 out.append((j, vj, a * s, -_log(s)))
         return out
@@ -333,6 +339,33 @@ class _SemiNaive(Learner):
                 p = ones
                 in_chunk = 0
         return [v + log(q) + const for v, q in zip(s, p, strict=True)]
+
+    def _naive_terms(
+        self, items: list[Item], classes: list[Hashable], a: float
+    ) -> list[float] | None:
+        """CategoricalNB terms of the event's learned features *without* pair counts.
+
+        Features past ``max_pair_features`` are modelled as in Naive Bayes:
+        ``log((N(y, x_j) + α) / (N(y, j) + α S_j))`` added to every class score.
+        ``None`` when there are none.
+        """
+        store = self._store
+        if len(store.pair_features) == len(store.feature_weight):
+            return None
+        counts: dict[Any, Any] = store.nb._counts
+        present: dict[Any, Any] = store.nb._present
+        out: list[float] | None = None
+        log = _log
+        for j, vj in items:
+            values = counts.get(j)
+            if values is None or j in store.pair_features:
+                continue
+            cg = present[j].get
+            rg = values.get(vj, _EMPTY).get
+            sa = a * len(values)
+            terms = [log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa)) for y in classes]
+            out = terms if out is None else [p + q for p, q in zip(out, terms, strict=True)]
+        return out
 
     def _safe_chunk(self, a: float, children: list[tuple[Hashable, Hashable, float, float]]) -> int:
         """Children whose ratios may be multiplied before taking a log, without underflow.

@@ -67,14 +67,31 @@ class PairStore:
     14
     """
 
-    __slots__ = ("classes", "feature_weight", "nb", "pairs", "value_weight")
+    __slots__ = (
+        "classes",
+        "feature_weight",
+        "max_pair_features",
+        "nb",
+        "pair_features",
+        "pairs",
+        "value_weight",
+    )
 
-    def __init__(self, alpha: float) -> None:
+    def __init__(self, alpha: float, max_pair_features: int | None = None) -> None:
         self.nb = CategoricalNB(alpha=alpha)
         self.feature_weight: dict[Hashable, float] = {}
         self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
         self.pairs: dict[Item, dict[Hashable, Node]] = {}
         self.classes: dict[Hashable, int] = {}  # class -> index in every count vector
+        # features with pair counts: the first ``max_pair_features`` learned (ordered set)
+        self.max_pair_features = max_pair_features
+        self.pair_features: dict[Hashable, None] = {}
+
+    def _admit(self, f: Hashable) -> None:
+        """A feature learned for the first time gets pair counts while there is room."""
+        cap = self.max_pair_features
+        if cap is None or len(self.pair_features) < cap:
+            self.pair_features[f] = None
 
     def add_class(self, y: Hashable) -> None:
         """Give class ``y`` the next index: append ``0.0`` to every pair vector."""
@@ -99,6 +116,7 @@ class PairStore:
         counts: dict[Any, Any] = nb._counts
         feature_weight = self.feature_weight
         value_weight = self.value_weight
+        pair_features = self.pair_features
         for f, v in items:
             by_class = present.get(f)
             if by_class is None:
@@ -106,6 +124,7 @@ class PairStore:
                 counts[f] = {}
                 value_weight[f] = {}
                 feature_weight[f] = 0.0
+                self._admit(f)
             by_class[y] = by_class.get(y, 0.0) + w
             feature_weight[f] += w
             values = counts[f]
@@ -116,6 +135,8 @@ class PairStore:
                 vc[y] = vc.get(y, 0.0) + w
             fvw = value_weight[f]
             fvw[v] = fvw.get(v, 0.0) + w
+        if len(pair_features) < len(present):  # some features are Naive Bayes only
+            items = [item for item in items if item[0] in pair_features]
         if len(items) < 2:
             return
         pairs = self.pairs
@@ -153,6 +174,7 @@ class PairStore:
             nb._counts[f] = {}  # type: ignore[index]
             self.value_weight[f] = {}
             self.feature_weight[f] = 0.0
+            self._admit(f)
         by_class = present[f]
         by_class[y] = by_class.get(y, 0.0) + w
         self.feature_weight[f] += w
@@ -161,6 +183,10 @@ class PairStore:
         vc[y] = vc.get(y, 0.0) + w
         fvw = self.value_weight[f]
         fvw[v] = fvw.get(v, 0.0) + w
+        pair_features = self.pair_features
+        if f not in pair_features:
+            return
+        items = [item for item in items if item[0] in pair_features]
         k = self.classes[y]
         n_classes = len(self.classes)
         pairs = self.pairs
@@ -220,6 +246,10 @@ class PairStore:
         cmap = self.class_map(other)
         n_classes = len(self.classes)
         nb, onb = self.nb, other.nb
+        for f in onb._counts:
+            if f not in nb._counts:
+                self._admit(f)
+        pair_features = self.pair_features
         add_scaled(nb._class_weight, onb._class_weight, factor)
         nb._total_weight += onb._total_weight * factor
         add_scaled(nb._present, onb._present, factor)
@@ -234,8 +264,12 @@ class PairStore:
                 add_scaled(dst.setdefault(t, {}), by_class, factor)
                 dst_w[t] = dst_w.get(t, 0.0) + src_w[v] * factor
         for (i, vi), sub in other.pairs.items():
+            if i not in pair_features:
+                continue  # Naive Bayes only here: the other's pairs of i are dropped
             dst_sub = self.pairs.setdefault((i, vmap[i][vi]), {})
             for j, (ctx, values) in sub.items():
+                if j not in pair_features:
+                    continue
                 node = dst_sub.get(j)
                 if node is None:
                     node = dst_sub[j] = [[0.0] * n_classes, {}]
@@ -265,6 +299,7 @@ class PairStore:
         """JSON-able statistics."""
         return {
             "nb": self.nb._stats_to_state(),
+            "pair_features": list(self.pair_features),
             "feature_weight": tree_to_pairs(self.feature_weight),
             "value_weight": tree_to_pairs(self.value_weight),
             "pairs": [
@@ -283,6 +318,9 @@ class PairStore:
         ):
             raise ValueError("feature_weight and value_weight must name the learned features")
         self.classes = {y: k for k, y in enumerate(self.nb._class_weight)}
+        self.pair_features = dict.fromkeys(state["pair_features"])
+        if not set(self.pair_features) <= set(self.nb._present):
+            raise ValueError("pair_features must be learned features")
         n_classes = len(self.classes)
         store: dict[Item, dict[Hashable, Node]] = {}
         for i, vi, sub in state["pairs"]:

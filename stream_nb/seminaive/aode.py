@@ -38,7 +38,8 @@ class AODE(_SemiNaive):
     min_parent_count
         Weight ``N(x_i)`` (all classes) a value needs to act as a super-parent.
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.
-    max_values_per_feature, n_bins, warmup, bin_edges, schema, half_life
+    max_values_per_feature, n_bins, warmup, bin_edges, schema,
+    max_pair_features, half_life
         As in :class:`SPODE`.
 
     Examples
@@ -63,6 +64,7 @@ class AODE(_SemiNaive):
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
+        max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
     ) -> None:
@@ -75,6 +77,7 @@ class AODE(_SemiNaive):
             bin_edges=bin_edges,
             schema=schema,
             half_life=half_life,
+            max_pair_features=max_pair_features,
         )
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -84,11 +87,12 @@ class AODE(_SemiNaive):
             return {}
         items = self._encode(x, False)
         value_weight = store.value_weight
+        pair_features = store.pair_features
         threshold = self._raw_threshold()
         parents = [
             item
             for item in items
-            if item[0] in value_weight and value_weight[item[0]].get(item[1], 0.0) >= threshold
+            if item[0] in pair_features and value_weight[item[0]].get(item[1], 0.0) >= threshold
         ]
         if not parents:
             return self._fallback(items)
@@ -99,11 +103,15 @@ class AODE(_SemiNaive):
         spode = self._spode
         scores = [spode(p, children, classes, a, chunk) for p in parents]
         if len(scores) == 1:
-            return dict(zip(classes, scores[0], strict=True))
-        out = {}
-        exp = _exp
-        for k, y in enumerate(classes):
-            column = [s[k] for s in scores]
-            m = max(column)
-            out[y] = m + _log(sum([exp(v - m) for v in column]))
-        return out
+            combined = scores[0]
+        else:
+            combined = []
+            exp = _exp
+            for k in range(len(classes)):
+                column = [s[k] for s in scores]
+                m = max(column)
+                combined.append(m + _log(sum([exp(v - m) for v in column])))
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:  # features past max_pair_features: the same in every SPODE
+            combined = [v + t for v, t in zip(combined, naive, strict=True)]
+        return dict(zip(classes, combined, strict=True))

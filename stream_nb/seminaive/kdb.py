@@ -36,7 +36,7 @@ class KDB(_Dependence):
         Maximum number of feature parents per feature (≥ 1).
     alpha, rebuild_every, min_parent_count, max_values_per_feature
         As in :class:`~stream_nb.TAN`.
-    n_bins, warmup, bin_edges, schema
+    n_bins, warmup, bin_edges, schema, max_pair_features
         As in :class:`~stream_nb.TAN`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
@@ -67,6 +67,7 @@ class KDB(_Dependence):
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
+        max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
     ) -> None:
@@ -80,6 +81,7 @@ class KDB(_Dependence):
             bin_edges=bin_edges,
             schema=schema,
             half_life=half_life,
+            max_pair_features=max_pair_features,
         )
         self.k = check_int(k, "k", 1)
 
@@ -88,10 +90,10 @@ class KDB(_Dependence):
 
     def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
         store = self._store
-        features = list(store.nb._counts)
+        features = list(store.pair_features)
         mi = store.class_mutual_information()
         cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
-        order = {f: n for n, f in enumerate(features)}
+        order: dict[Any, int] = {f: n for n, f in enumerate(store.nb._counts)}
         ranked = sorted(features, key=lambda f: (-mi[f], canonical(f)))
         parents: dict[Hashable, tuple[Hashable, ...]] = {}
         for r, f in enumerate(ranked):

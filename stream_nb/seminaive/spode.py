@@ -46,6 +46,12 @@ class SPODE(_SemiNaive):
     schema
         Optional ``feature -> "categorical" | "numeric"``; by default
         ``int``/``float`` values are numeric and everything else categorical.
+    max_pair_features
+        Only the first ``max_pair_features`` features learned get pair counts
+        (``None``: all). Later features are modelled as in Naive Bayes (their
+        CategoricalNB term is added to every class) and are never parents, so
+        pair memory and per-event cost stay bounded by the cap² however many
+        features events carry.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
 
@@ -71,6 +77,7 @@ class SPODE(_SemiNaive):
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
+        max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
     ) -> None:
@@ -83,6 +90,7 @@ class SPODE(_SemiNaive):
             bin_edges=bin_edges,
             schema=schema,
             half_life=half_life,
+            max_pair_features=max_pair_features,
         )
         self.parent = None if parent is None else check_feature_name(parent, "parent")
         self._auto: tuple[tuple[float, float, int], Hashable] | None = None
@@ -101,7 +109,11 @@ class SPODE(_SemiNaive):
         for item in items:
             if item[0] == name:
                 values = store.value_weight.get(item[0])
-                if values is not None and values.get(item[1], 0.0) >= self._raw_threshold():
+                if (
+                    values is not None
+                    and item[0] in store.pair_features
+                    and values.get(item[1], 0.0) >= self._raw_threshold()
+                ):
                     parent = item
                 break
         if parent is None:
@@ -110,6 +122,9 @@ class SPODE(_SemiNaive):
         classes = list(class_weight)
         children = self._children(items, a)
         scores = self._spode(parent, children, classes, a, self._safe_chunk(a, children))
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:
+            scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
 
     def _best_parent(self) -> Hashable:

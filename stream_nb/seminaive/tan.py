@@ -36,7 +36,8 @@ class TAN(_Dependence):
 
     Parameters
     ----------
-    alpha, min_parent_count, max_values_per_feature, n_bins, warmup, bin_edges, schema
+    alpha, min_parent_count, max_values_per_feature, n_bins, warmup, bin_edges, schema,
+    max_pair_features
         As in :class:`~stream_nb.SPODE`.
     rebuild_every
         Events between structure rebuilds once the schedule has settled.
@@ -68,6 +69,7 @@ class TAN(_Dependence):
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
+        max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
     ) -> None:
@@ -81,6 +83,7 @@ class TAN(_Dependence):
             bin_edges=bin_edges,
             schema=schema,
             half_life=half_life,
+            max_pair_features=max_pair_features,
         )
 
     def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
@@ -89,7 +92,7 @@ class TAN(_Dependence):
             return {}
         # root: most informative feature; ties and Prim's ties by name, never learning order
         mi = store.class_mutual_information()
-        features = sorted(store.nb._counts, key=lambda f: (-mi[f], canonical(f)))
+        features = sorted(store.pair_features, key=lambda f: (-mi[f], canonical(f)))
         cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
         order: dict[Any, int] = {f: k for k, f in enumerate(store.nb._counts)}
 

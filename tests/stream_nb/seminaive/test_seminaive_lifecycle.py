@@ -368,3 +368,47 @@ def test_invalid_parameters(make: Callable[[], Learner], match: str) -> None:
 def test_merge_with_other_parameters_is_rejected() -> None:
     with pytest.raises(IncompatibleModelError, match=r"parameters differ: \['k'\]"):
         KDB(k=1).merge(KDB(k=2))
+
+
+# ---------------------------------------------------------------- pair-feature cap
+def test_features_past_max_pair_features_are_naive_bayes_only() -> None:
+    events = list(bn_stream(seed=9, n=300))
+    capped = AODE(max_pair_features=3)  # x0, x1, x2 get pair counts; x3…x5 do not
+    pairs_only = AODE()
+    for x, y in events:
+        capped.learn_one(x, y)
+        pairs_only.learn_one({k: v for k, v in x.items() if k in ("x0", "x1", "x2")}, y)
+    store = capped._store
+    assert list(store.pair_features) == ["x0", "x1", "x2"]
+    assert {i for i, _ in store.pairs} == {"x0", "x1", "x2"}
+    assert all(set(sub) <= {"x0", "x1", "x2"} for sub in store.pairs.values())
+    nb = store.nb
+    for x, _ in events[::25]:
+        want = pairs_only._joint_log_likelihood(x)
+        for j in ("x3", "x4", "x5"):  # CategoricalNB terms, the same for every SPODE
+            values = nb._counts[j]
+            for y in want:
+                n = values.get(x[j], {}).get(y, 0.0)
+                want[y] += math.log((n + 1.0) / (nb._present[j].get(y, 0.0) + len(values)))
+        got = capped._joint_log_likelihood(x)
+        assert got.keys() == want.keys()
+        assert all(abs(got[c] - want[c]) <= 1e-9 * max(1.0, abs(want[c])) for c in want)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_wide_events_stay_bounded_by_max_pair_features(name: str) -> None:
+    model = FACTORIES[name](max_pair_features=10)
+    rng = random.Random(3)
+    for _ in range(5):
+        y = rng.randrange(2)
+        model.learn_one({f"w{k}": str((k + y) % 3) for k in range(400)}, y)
+    size = model.model_size()
+    assert size["features"] == 400
+    # pair vectors: at most 10 features × 3 values × 9 partners × (1 + 3 values) × 2 classes
+    assert size["stored_counts"] < 400 * 3 * 4 + 10 * 3 * 9 * 4 * 2 + 100
+    proba = model.predict_proba_one({f"w{k}": "1" for k in range(400)})
+    assert abs(sum(proba.values()) - 1.0) < 1e-9
+    state = json.loads(json.dumps(model.to_state()))
+    assert Learner.from_state(state).predict_proba_one({"w0": "1"}) == model.predict_proba_one(
+        {"w0": "1"}
+    )
