@@ -169,24 +169,28 @@ class NaiveBayes(_GaussianStats, Learner):
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         plan = self._plans.get(tuple(x))
+        fresh = plan is None  # a cached plan has only features of known kind
         if plan is None:
             plan = self._plan(x, learning=True)
         if plan.all_gaussian:
             self._g_learn(x, y, w)  # validates before changing anything
-            for f in plan.gaussian:
-                self._kinds.setdefault(f, GAUSSIAN)
+            if fresh:
+                for f in plan.gaussian:
+                    self._kinds.setdefault(f, GAUSSIAN)
             return
         cat = [(f, x[f]) for f in plan.categorical if x[f] is not None]
         for f, value in cat:
             _check_hashable(f, value)
         self._g_learn({f: x[f] for f in plan.gaussian}, y, w)
-        kinds = self._kinds
-        for f in plan.gaussian:
-            kinds.setdefault(f, GAUSSIAN)
+        if fresh:
+            kinds = self._kinds
+            for f in plan.gaussian:
+                kinds.setdefault(f, GAUSSIAN)
+            for f, _ in cat:
+                kinds.setdefault(f, CATEGORICAL)
         present = self._present
         counts = self._counts
         for f, value in cat:
-            kinds.setdefault(f, CATEGORICAL)
             by_class = present.get(f)
             if by_class is None:
                 by_class = present[f] = {}
