@@ -36,6 +36,7 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -122,7 +123,7 @@ def gaussian_predict_learn_many(
     rows = list(map(operator.itemgetter(*gaussian), xs))
     if len(gaussian) == 1:
         rows = [(r,) for r in rows]
-    types = {v.__class__ for row in rows for v in row}
+    types = set(map(type, chain.from_iterable(rows)))  # one C-level pass
     if not types <= _NUMBERS:
         return None
     x = np.array(rows, dtype=np.float64)
@@ -197,29 +198,35 @@ def gaussian_predict_learn_many(
         for f, col in zip(categorical, cat_values, strict=True):
             values = counts[f]
             by_class = present[f]
-            codes: dict[Any, int] = {}
             try:
-                code_of = [codes.setdefault(value, len(codes)) for value in col]
+                distinct_values = list(dict.fromkeys(col))  # first-occurrence order
             except TypeError:
                 return None  # unhashable value: the per-event path names it
+            codes = {value: c for c, value in enumerate(distinct_values)}
+            code_of = list(map(codes.__getitem__, col))
             start = np.zeros((len(codes), n_classes))
-            new_first: list[int] = []  # event index where a new value is first learned
-            seen_new: set[Any] = set()
-            for value, c in codes.items():
+            unseen = []  # codes of values the model has not learned yet
+            for c, value in enumerate(distinct_values):
                 vc = values.get(value)
                 if vc is not None:
                     start[c] = [vc.get(y, 0.0) for y in labels]
-            for i, value in enumerate(col):
-                if k_of[i] >= 0 and value not in values and value not in seen_new:
-                    seen_new.add(value)
-                    new_first.append(i)
+                else:
+                    unseen.append(c)
             code_arr = np.asarray(code_of)
             count = start[code_arr] + _grouped_exclusive_cumsum(code_arr, onehot)
             pres = np.array([by_class.get(y, 0.0) for y in labels])[None, :] + wc
-            distinct = len(values) + np.searchsorted(
-                np.asarray(new_first, dtype=np.int64), np.arange(b), side="left"
-            )
-            jll += np.log(count + alpha) - np.log(pres + (distinct * alpha)[:, None])
+            if unseen:
+                # S_f grows by one at each new value's first *learned* occurrence
+                is_new = np.zeros(len(codes), dtype=bool)
+                is_new[unseen] = True
+                learned_new = np.flatnonzero(labelled & is_new[code_arr])
+                _, first = np.unique(code_arr[learned_new], return_index=True)
+                new_first = np.sort(learned_new[first])
+                distinct = len(values) + np.searchsorted(new_first, np.arange(b), side="left")
+                smoothing = (distinct * alpha)[:, None]
+            else:
+                smoothing = len(values) * alpha
+            jll += np.log(count + alpha) - np.log(pres + smoothing)
             cat_updates.append((f, col))
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
@@ -253,8 +260,9 @@ def gaussian_predict_learn_many(
     total = model._total
     unit = bool((w == 1.0).all())
     learned_ys = [y for y in ys if y is not None]
+    class_counts = Counter(learned_ys) if unit else Counter()
     if unit:
-        for y, c in Counter(learned_ys).items():
+        for y, c in class_counts.items():
             cw_list[index[y]] += float(c)
         total += float(len(learned_ys))
     else:
@@ -268,11 +276,11 @@ def gaussian_predict_learn_many(
         by_class = model._present[f]
         values = model._counts[f]
         if unit:
-            for y, c in Counter(learned_ys).items():
+            for y, c in class_counts.items():
                 by_class[y] = by_class.get(y, 0.0) + float(c)
-            pairs = Counter((value, y) for value, y in zip(col, ys, strict=True) if y is not None)
+            pairs = Counter(zip(col, ys))  # noqa: B905 (same length, checked above)
             items: list[tuple[Any, Hashable, float]] = [
-                (value, y, float(c)) for (value, y), c in pairs.items()
+                (value, y, float(c)) for (value, y), c in pairs.items() if y is not None
             ]
         else:
             for y, wi in zip(ys, ws, strict=True):
