@@ -178,8 +178,15 @@ class Learner(abc.ABC):
         w
             Sample weight, a positive finite number.
         """
-        if w != 1.0 and not (w > 0.0 and w != math.inf):
-            raise ConfigError(f"sample weight w must be positive and finite, got {w!r}")
+        if w != 1.0 and (
+            isinstance(w, bool)
+            or not isinstance(w, (int, float))
+            or not (w > 0.0 and w != math.inf)
+        ):
+            raise ConfigError(
+                f"sample weight w must be positive and finite, got {w!r}; "
+                "pass a number such as 1.0 (the default)"
+            )
         gamma = self._gamma
         if gamma is not None:
             scale = self._scale * (gamma if w == 1.0 else gamma**w)
@@ -378,7 +385,7 @@ class Learner(abc.ABC):
             model._stats_from_state(state["stats"])
         except ModelStateError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
             raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
         return model
 

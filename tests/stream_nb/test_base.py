@@ -94,11 +94,11 @@ def test_clone_is_untrained_with_the_same_parameters() -> None:
 
 
 # ------------------------------------------------------------------ weights
-@pytest.mark.parametrize("w", [0, 0.0, -1.0, math.nan, math.inf, -math.inf])
-def test_invalid_sample_weights_are_rejected(w: float) -> None:
+@pytest.mark.parametrize("w", [0, 0.0, -1.0, math.nan, math.inf, -math.inf, "2", None, [1.0]])
+def test_invalid_sample_weights_are_rejected(w: object) -> None:
     model = CategoricalNB()
     with pytest.raises(ConfigError, match=r"sample weight w must be positive and finite, got"):
-        model.learn_one({"f": "a"}, "x", w)
+        model.learn_one({"f": "a"}, "x", w)  # type: ignore[arg-type]
     assert model.n_learned == 0
     assert model.predict_proba_one({"f": "a"}) == {}
 
@@ -343,3 +343,15 @@ def test_predict_learn_many_is_predict_then_learn_event_by_event() -> None:
                 continue
         assert i not in errors
     assert errors and batch.to_state() == reference.to_state()
+
+
+def test_deeply_nested_untrusted_state_is_a_model_state_error() -> None:
+    model = CategoricalNB()
+    model.learn_one({"f": "a"}, "x")
+    state = orjson.loads(orjson.dumps(model.to_state()))
+    nested: object = 1.0
+    for _ in range(5000):
+        nested = [nested]
+    state["params"]["alpha"] = nested
+    with pytest.raises(ModelStateError, match="malformed CategoricalNB state"):
+        Learner.from_state(state)
