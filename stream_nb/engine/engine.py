@@ -779,16 +779,15 @@ class Engine:
         keyed = getattr(self.sink, "uses_keys", True)
         lines: list[bytes] = []
         # the current segment: decoded ordinary events not yet predicted
-        seg_x: list[dict[str, Any]] = []
-        seg_y: list[Any] = []
-        seg_w: list[float] = []
-        seg_id: list[Any] = []
-        seg_rec: list[Record] = []
-        seg_t0: list[float | None] = []
+        # (x, y, w, id, record, sampled start time) per event
+        segment: list[tuple[dict[str, Any], Any, float, Any, Record, float | None]] = []
+        add = segment.append
 
         def run_segment() -> None:
             n_learned = learner.n_learned  # before the segment
             t_model = perf()
+            seg_x, seg_y, seg_w, seg_id, seg_rec, seg_t0 = zip(*segment)  # noqa: B905
+            segment.clear()
             log_probas, predictions, errors = batch_step(learner, seg_x, seg_y, seg_w)
             t_emit = perf()
             option = self._dump_option
@@ -883,12 +882,6 @@ class Engine:
             counts["delayed"] += n_delayed
             stage["predict"] += t_emit - t_model
             stage["emit"] += perf() - t_emit
-            seg_x.clear()
-            seg_y.clear()
-            seg_w.clear()
-            seg_id.clear()
-            seg_rec.clear()
-            seg_t0.clear()
 
         evaluate_seconds = 0.0
         try:
@@ -914,23 +907,18 @@ class Engine:
                         counts["blank"] += 1
                         continue
                     stage["decode"] += perf() - t_start
-                    if seg_x:
+                    if segment:
                         run_segment()
                     t_start = perf()
                     counts["rejected"] += 1
                     self._reject(record, exc.reason, str(exc))
                     continue
                 if x is not None:
-                    seg_x.append(x)
-                    seg_y.append(y)
-                    seg_w.append(w)
-                    seg_id.append(eid)
-                    seg_rec.append(record)
-                    seg_t0.append(t0)
+                    add((x, y, w, eid, record, t0))
                     continue
                 # Label-only event: score the earlier prediction and learn its features.
                 stage["decode"] += perf() - t_start
-                if seg_x:
+                if segment:
                     run_segment()
                 t_start = perf()
                 pending = None if delayed is None else delayed.pop(eid)
@@ -961,7 +949,7 @@ class Engine:
                     continue
                 counts["matched"] += 1
             stage["decode"] += perf() - t_start
-            if seg_x:
+            if segment:
                 run_segment()
         finally:
             if lines:
