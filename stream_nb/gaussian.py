@@ -448,6 +448,8 @@ class _GaussianStats:
             out[labels[0]] = a - lse
             out[labels[1]] = b - lse
             return out
+        if not scores:  # class_prior names none of the learned classes
+            return out
         top = max(scores)
         total = 0.0
         for v in scores:

@@ -215,6 +215,15 @@ def test_feature_counts_only_when_every_scored_class_has_it() -> None:
     assert only_x.predict_log_proba_one({"b": 5.0}) == {"x": 0.0}
 
 
+def test_class_prior_without_any_learned_class_predicts_nothing() -> None:
+    model = GaussianNB(class_prior={"z": 1.0})
+    model.learn_one({"a": 1.0}, "a")
+    model.learn_one({"a": 2.0}, "a")
+    assert model.predict_log_proba_one({"a": 1.5}) == {}
+    assert model.predict_log_proba_one({"b": 1.5}) == {}  # general path too
+    assert model.predict_one({"a": 1.5}) is None
+
+
 def test_hand_computed_example() -> None:
     model = GaussianNB(var_smoothing=0.0)
     for v, y in [(1.0, "a"), (3.0, "a"), (10.0, "b"), (14.0, "b")]:
