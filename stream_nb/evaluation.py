@@ -89,7 +89,7 @@ O(K) plus O(cells) for the confusion matrix.
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -587,7 +587,7 @@ class PrequentialEvaluator:
         Raises
         ------
         TypeError
-            If a prediction is unhashable; checked for the whole batch before
+            If a prediction or a label is unhashable; checked for the whole batch before
             any view changed.
 
         Examples
@@ -602,6 +602,8 @@ class PrequentialEvaluator:
         """
         for p in ys_pred:
             hash(p)  # an unhashable prediction fails here, before any view changed
+        for t in ys_true:
+            hash(t)  # likewise an unhashable label
         if not (len(ys_true) == len(ys_pred) == len(log_probas)):
             raise ValueError(
                 f"update_many needs as many predictions and log-probabilities as labels, got "
@@ -632,6 +634,7 @@ class PrequentialEvaluator:
         f_majc, f_noch, f_major = fv.majority_correct, fv.nochange_correct, fv.majority
         lam = self.fading_factor
         scale = self._scale
+        hits: list[Any] = []  # true labels of the correct predictions, in order
         for t, p, log_proba in zip(ys_true, ys_pred, log_probas, strict=True):
             lp = log_proba.get(t)
             if lp is None or not lp > log_floor:  # also NaN
@@ -648,14 +651,12 @@ class PrequentialEvaluator:
             key = (t, p)
 
             # --- cumulative: _View.add(t, p, 1, ...)
-            c_n += 1
+            # (n, the column totals, the confusion cells and the diagonal are added
+            # once per batch below: integer counts, first-seen order as here)
             count = c_true.get(t, 0) + 1
             c_true[t] = count
-            c_pred[p] = c_pred.get(p, 0) + 1
-            c_conf[key] = c_conf.get(key, 0) + 1
             if correct:
-                c_correct += 1
-                c_tp[t] = c_tp.get(t, 0) + 1
+                hits.append(t)
             c_loss += 1 * loss
             c_cost += 1 * cost
             if nochange_ok:
@@ -776,6 +777,16 @@ class PrequentialEvaluator:
 
             has_last = True
             last = t
+        # the cumulative view's counts that no per-event decision reads, in one pass
+        # each (Counter keeps first-occurrence order, so the dicts' order is as in update)
+        for p, c in Counter(ys_pred).items():
+            c_pred[p] = c_pred.get(p, 0) + c
+        for key, c in Counter(zip(ys_true, ys_pred)).items():  # noqa: B905 (checked)
+            c_conf[key] = c_conf.get(key, 0) + c
+        for t, c in Counter(hits).items():
+            c_tp[t] = c_tp.get(t, 0) + c
+        c_n += len(ys_true)
+        c_correct += len(hits)
         cv.n, cv.correct, cv.loss, cv.cost = c_n, c_correct, c_loss, c_cost
         cv.majority_correct, cv.nochange_correct, cv.majority = c_majc, c_noch, c_major
         wv.n, wv.correct, wv.loss, wv.cost = w_n, w_correct, w_loss, w_cost
