@@ -43,7 +43,7 @@ import numpy as np
 
 from stream_nb.stats import LOG_2PI
 
-__all__ = ["MIN_BATCH", "gaussian_predict_learn_many", "predict_learn_many"]
+__all__ = ["MIN_BATCH", "gaussian_predict_learn_many"]
 
 #: Below this many events the per-event loop is cheaper than numpy's fixed
 #: cost per array operation (~1-5 µs each, a few dozen per batch); measured on
@@ -301,27 +301,3 @@ def gaussian_predict_learn_many(
             kinds.setdefault(f, "categorical")
     model.n_learned += len(learned_ys)
     return log_probas, predictions, {}
-
-
-def predict_learn_many(
-    learner: Any,
-    xs: Sequence[Mapping[str, Any]],
-    ys: Sequence[Hashable | None],
-    ws: Sequence[float],
-) -> Result:
-    """``learner.predict_learn_many``, vectorised for GaussianNB and NaiveBayes.
-
-    The engine's entry point: exactly GaussianNB / NaiveBayes (not subclasses,
-    which may change the formulas) go through :func:`gaussian_predict_learn_many`
-    when it applies; everything else runs the learner's own method.
-    """
-    if type(learner).__name__ in _KERNEL_CLASSES and type(learner).__module__ in _KERNEL_MODULES:
-        out = gaussian_predict_learn_many(learner, xs, ys, ws)
-        if out is not None:
-            return out
-    result: Result = learner.predict_learn_many(xs, ys, ws)
-    return result
-
-
-_KERNEL_CLASSES = frozenset(("GaussianNB", "NaiveBayes"))
-_KERNEL_MODULES = frozenset(("stream_nb.gaussian", "stream_nb.mixed"))

@@ -34,7 +34,6 @@ import orjson
 
 from connectors.base import Record, Sink, Source
 from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
-from stream_nb._vectorised import predict_learn_many as _predict_learn_many
 from stream_nb.base import Learner
 from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
 from stream_nb.engine.checkpoint import Checkpointer
@@ -747,8 +746,6 @@ class Engine:
         the segment before it, so every side effect keeps its order.
         """
         learner = self.learner
-        # learner.predict_learn_many, or the numpy kernel for GaussianNB / NaiveBayes
-        batch_step = _predict_learn_many
         decoder = self.decoder
         decode = decoder.decode
         validate = decoder._validate
@@ -788,7 +785,7 @@ class Engine:
             t_model = perf()
             seg_x, seg_y, seg_w, seg_id, seg_rec, seg_t0 = zip(*segment)  # noqa: B905
             segment.clear()
-            log_probas, predictions, errors = batch_step(learner, seg_x, seg_y, seg_w)
+            log_probas, predictions, errors = learner.predict_learn_many(seg_x, seg_y, seg_w)
             t_emit = perf()
             option = self._dump_option
             n_pred = n_learn = n_only = n_delayed = 0

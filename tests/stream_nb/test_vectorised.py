@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from stream_nb import GaussianNB, NaiveBayes
-from stream_nb._vectorised import MIN_BATCH, gaussian_predict_learn_many, predict_learn_many
+from stream_nb._vectorised import MIN_BATCH, gaussian_predict_learn_many
+from stream_nb.base import Learner
 from stream_nb.datasets import agrawal
 
 TOL = 1e-9
@@ -48,9 +49,9 @@ def _run(make: Any, events: list[tuple[dict[str, Any], Any, float]], seed: int) 
         ys = [e[1] for e in batch]
         ws = [e[2] for e in batch]
         got = gaussian_predict_learn_many(fast, xs, ys, ws)
-        want = slow.predict_learn_many(xs, ys, ws)
+        want = Learner.predict_learn_many(slow, xs, ys, ws)  # the per-event loop
         if got is None:  # unusual batch: the caller runs the loop
-            got = fast.predict_learn_many(xs, ys, ws)
+            got = Learner.predict_learn_many(fast, xs, ys, ws)
         else:
             used += 1
         lps, preds, errors = got
@@ -117,6 +118,30 @@ def test_unusual_batches_fall_back() -> None:
     forgetting.learn_one(xs[0], "p")
     assert gaussian_predict_learn_many(forgetting, xs, ys, ws) is None
     assert model.n_learned == 2
-    # the dispatcher still answers, through the learner's own loop
-    lps, _preds, errors = predict_learn_many(model, xs[:10], ys[:10], ws[:10])
+    # the learner's method still answers, through the per-event loop
+    lps, _preds, errors = model.predict_learn_many(xs[:10], ys[:10], ws[:10])
     assert len(lps) == 10 and not errors and model.n_learned == 12
+
+
+@pytest.mark.parametrize("make", [GaussianNB, NaiveBayes])
+def test_the_learners_method_uses_the_kernel(make: Any) -> None:
+    events = list(agrawal(3, 700, nominal=make is NaiveBayes))
+    a, b = make(), make()
+    for x, y in events[:50]:
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    xs = [x for x, _ in events[50:]]
+    ys = [y for _, y in events[50:]]
+    got = a.predict_learn_many(xs, ys, [1.0] * len(xs))
+    want = gaussian_predict_learn_many(b, [dict(x) for x in xs], ys, [1.0] * len(xs))
+    assert want is not None and got == want and a.to_state() == b.to_state()
+
+    class _Sub(make):  # type: ignore[misc, valid-type]  # "_": not registered
+        pass
+
+    sub, ref = _Sub(), make()
+    for x, y in events[:50]:
+        sub.learn_one(x, y)
+        ref.learn_one(x, y)
+    loop = Learner.predict_learn_many(ref, xs, ys, [1.0] * len(xs))
+    assert sub.predict_learn_many(xs, ys, [1.0] * len(xs)) == loop  # subclasses: the loop
