@@ -22,6 +22,8 @@ from bisect import bisect_right
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb._params import check_alpha, check_nonneg, log_prior
 from stream_nb._state import from_pairs, pairs
@@ -103,6 +105,9 @@ def check_feature_name(value: Any, name: str) -> Hashable:
 class _SemiNaive(Learner):
     """Base of SPODE, AODE, TAN and KDB: parameters, encoding, store, merge and state."""
 
+    #: Keep pair counts in a dense numpy block while it is small (see ``_dense``).
+    _dense_pairs = False
+
     def __init__(
         self,
         alpha: float,
@@ -129,7 +134,7 @@ class _SemiNaive(Learner):
         self.bin_edges = check_bin_edges(bin_edges)
         self.schema = check_schema(schema)
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
-        self._store = PairStore(self.alpha, max_pair_features)
+        self._store = PairStore(self.alpha, max_pair_features, self._dense_pairs)
         self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
         # events learned while some of their numeric features were warming up:
         # [items, {feature: raw value}, y, raw w], replayed when the bins freeze
@@ -339,6 +344,31 @@ class _SemiNaive(Learner):
                 p = ones
                 in_chunk = 0
         return [v + log(q) + const for v, q in zip(s, p, strict=True)]
+
+    def _dense_scores(
+        self, items: list[Item], a: float, parent: Hashable | None
+    ) -> np.ndarray | None:
+        """Dense ``SPODE_i(y)`` for the qualifying parents (all, or feature ``parent``).
+
+        Shape ``(parents, K)`` in class-index order; ``None`` when no parent qualifies.
+        """
+        block = self._store.dense
+        assert block is not None
+        idx, cols = block.children(items)
+        if not len(idx):
+            return None
+        if parent is None:
+            parents = np.flatnonzero(block.vw[idx] >= self._raw_threshold())
+        else:
+            c = block.feat.get(parent)
+            if c is None:
+                return None
+            parents = np.flatnonzero(cols == c)
+            if not len(parents) or block.vw[idx[parents[0]]] < self._raw_threshold():
+                return None
+        if not len(parents):
+            return None
+        return block.spode_scores(idx, cols, parents, a)
 
     def _naive_terms(
         self, items: list[Item], classes: list[Hashable], a: float

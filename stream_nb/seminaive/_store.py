@@ -23,6 +23,13 @@ class appends one ``0.0`` to every vector once (O(model), rare).
 
 Learning an event with ``d`` features present costs ``d`` single updates and
 ``d(d − 1)`` pair updates; nothing else is touched.
+
+With ``dense=True`` (AODE, SPODE) the pair counts live instead in a
+:class:`~stream_nb.seminaive._dense.DenseBlock` of numpy arrays while it stays
+under :data:`~stream_nb.seminaive._dense.DENSE_MAX_BYTES`; past that, or after
+a merge or state load that does not fit, the store converts to (or stays with)
+the dictionaries above. ``pairs`` is then a view built from the block on
+demand (states, merges and sizes are the same in both representations).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from typing import Any
 from stream_nb._state import from_pairs, pairs
 from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.categorical import CategoricalNB
+from stream_nb.seminaive._dense import DenseBlock
 
 __all__ = ["OTHER", "PairStore", "add_vector", "chi2_quantile", "load_vector"]
 
@@ -68,24 +76,61 @@ class PairStore:
     """
 
     __slots__ = (
+        "_sparse",
         "classes",
+        "dense",
         "feature_weight",
         "max_pair_features",
         "nb",
         "pair_features",
-        "pairs",
         "value_weight",
+        "want_dense",
     )
 
-    def __init__(self, alpha: float, max_pair_features: int | None = None) -> None:
+    def __init__(
+        self, alpha: float, max_pair_features: int | None = None, dense: bool = False
+    ) -> None:
         self.nb = CategoricalNB(alpha=alpha)
         self.feature_weight: dict[Hashable, float] = {}
         self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
-        self.pairs: dict[Item, dict[Hashable, Node]] = {}
+        self._sparse: dict[Item, dict[Hashable, Node]] = {}
+        self.want_dense = dense
+        self.dense: DenseBlock | None = DenseBlock(0) if dense else None
         self.classes: dict[Hashable, int] = {}  # class -> index in every count vector
         # features with pair counts: the first ``max_pair_features`` learned (ordered set)
         self.max_pair_features = max_pair_features
         self.pair_features: dict[Hashable, None] = {}
+
+    @property
+    def pairs(self) -> dict[Item, dict[Hashable, Node]]:
+        """The sparse pair counts (built from the dense block when there is one: read only)."""
+        if self.dense is not None:
+            return self.dense.to_sparse(self.nb._counts)
+        return self._sparse
+
+    def to_sparse(self) -> None:
+        """Keep the pair counts in dictionaries from now on (drop the dense block)."""
+        if self.dense is not None:
+            self._sparse = self.dense.to_sparse(self.nb._counts)
+            self.dense = None
+
+    def try_dense(self) -> None:
+        """Move the pair counts into a dense block if wanted and small enough."""
+        if not self.want_dense:
+            return
+        block = DenseBlock(len(self.classes))
+        if block.load(
+            self.nb._counts,
+            self.classes,
+            self.feature_weight,
+            self.value_weight,
+            self.pair_features,
+            self.pairs,
+        ):
+            self.dense = block
+            self._sparse = {}
+        else:
+            self.to_sparse()
 
     def _admit(self, f: Hashable) -> None:
         """A feature learned for the first time gets pair counts while there is room."""
@@ -96,7 +141,11 @@ class PairStore:
     def add_class(self, y: Hashable) -> None:
         """Give class ``y`` the next index: append ``0.0`` to every pair vector."""
         self.classes[y] = len(self.classes)
-        for sub in self.pairs.values():
+        if self.dense is not None:
+            if self.dense.add_class():
+                return
+            self.to_sparse()  # the block would be too large: it has K − 1 classes
+        for sub in self._sparse.values():
             for ctx, values in sub.values():
                 ctx.append(0.0)
                 for row in values.values():
@@ -135,12 +184,16 @@ class PairStore:
                 vc[y] = vc.get(y, 0.0) + w
             fvw = value_weight[f]
             fvw[v] = fvw.get(v, 0.0) + w
+        k = self.classes[y]
+        if self.dense is not None:
+            if self.dense.learn(items, pair_features, k, w):
+                return
+            self.to_sparse()  # the block would be too large
         if len(pair_features) < len(present):  # some features are Naive Bayes only
             items = [item for item in items if item[0] in pair_features]
         if len(items) < 2:
             return
-        pairs = self.pairs
-        k = self.classes[y]
+        pairs = self._sparse
         zeros = [0.0] * len(self.classes)
         for item in items:
             i = item[0]
@@ -186,10 +239,16 @@ class PairStore:
         pair_features = self.pair_features
         if f not in pair_features:
             return
-        items = [item for item in items if item[0] in pair_features]
         k = self.classes[y]
+        if self.dense is not None:
+            if self.dense.add_item(items, item, pair_features, k, w):
+                return
+            self.to_sparse()
+        items = [item for item in items if item[0] in pair_features]
+        if not items:
+            return
         n_classes = len(self.classes)
-        pairs = self.pairs
+        pairs = self._sparse
         sub = pairs.setdefault(item, {})
         for other in items:
             for parent, j, vj in ((sub, other[0], other[1]), (pairs.setdefault(other, {}), f, v)):
@@ -246,6 +305,7 @@ class PairStore:
         cmap = self.class_map(other)
         n_classes = len(self.classes)
         nb, onb = self.nb, other.nb
+        self.to_sparse()
         for f in onb._counts:
             if f not in nb._counts:
                 self._admit(f)
@@ -266,7 +326,7 @@ class PairStore:
         for (i, vi), sub in other.pairs.items():
             if i not in pair_features:
                 continue  # Naive Bayes only here: the other's pairs of i are dropped
-            dst_sub = self.pairs.setdefault((i, vmap[i][vi]), {})
+            dst_sub = self._sparse.setdefault((i, vmap[i][vi]), {})
             for j, (ctx, values) in sub.items():
                 if j not in pair_features:
                     continue
@@ -282,13 +342,16 @@ class PairStore:
                     if target is None:
                         target = dst_values[t] = [0.0] * n_classes
                     add_vector(target, row, cmap, factor)
+        self.try_dense()
 
     def rescale(self, factor: float) -> None:
         """Multiply every stored weight by ``factor``."""
         self.nb._rescale(factor)
         rescale(self.feature_weight, factor)
         rescale(self.value_weight, factor)
-        for sub in self.pairs.values():
+        if self.dense is not None:
+            self.dense.rescale(factor)
+        for sub in self._sparse.values():
             for ctx, values in sub.values():
                 ctx[:] = [v * factor for v in ctx]
                 for row in values.values():
@@ -331,7 +394,9 @@ class PairStore:
                     {v: load_vector(row, n_classes) for v, row in from_pairs(values).items()},
                 ]
             store[(i, vi)] = node_map
-        self.pairs = store
+        self._sparse = store
+        self.dense = None
+        self.try_dense()
 
     def size(self) -> int:
         """Stored numbers."""

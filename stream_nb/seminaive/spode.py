@@ -6,6 +6,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from stream_nb.seminaive._base import _SemiNaive, canonical, check_feature_name
+from stream_nb.seminaive._store import Item
 
 __all__ = ["SPODE"]
 
@@ -95,6 +96,8 @@ class SPODE(_SemiNaive):
         self.parent = None if parent is None else check_feature_name(parent, "parent")
         self._auto: tuple[tuple[float, float, int], Hashable] | None = None
 
+    _dense_pairs = True
+
     def _params(self) -> dict[str, Any]:
         return {"parent": self.parent, **super()._params()}
 
@@ -105,6 +108,8 @@ class SPODE(_SemiNaive):
             return {}
         items = self._encode(x, False)
         name = self.parent if self.parent is not None else self._best_parent()
+        if store.dense is not None:
+            return self._dense_jll(items, name)
         parent = None
         for item in items:
             if item[0] == name:
@@ -126,6 +131,19 @@ class SPODE(_SemiNaive):
         if naive is not None:
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
+
+    def _dense_jll(self, items: list[Item], name: Hashable) -> dict[Hashable, float]:
+        """The same scores from the dense block."""
+        a = self.alpha / self._scale
+        scores = self._dense_scores(items, a, name)
+        if scores is None:
+            return self._fallback(items)
+        out = scores[0].tolist()
+        classes = list(self._store.nb._class_weight)
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:
+            out = [v + t for v, t in zip(out, naive, strict=True)]
+        return dict(zip(classes, out, strict=True))
 
     def _best_parent(self) -> Hashable:
         """The learned feature with the largest ``I(X_i; Y)`` (cached until the counts change)."""

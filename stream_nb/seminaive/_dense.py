@@ -1,0 +1,350 @@
+"""Dense numpy counts for AODE and SPODE when the model's value sets are small.
+
+Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
+…`` in order of appearance; index ``0`` is an all-zero item that stands for a
+value never learned) and every pair feature a column ``c``. Then
+
+* ``nyx[a, k] = N(y_k, x_i)`` and ``vw[a] = N(x_i)`` (all classes),
+* ``fw[c] = N_i`` and ``s[c] = S_i`` (distinct values learned),
+* ``pair[a, b, k] = N(y_k, x_i, x_j)`` for items ``a = (i, x_i)``, ``b = (j, x_j)``,
+* ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``,
+
+so one AODE prediction is two fancy-index gathers over the event's items, one
+vectorised log of the ratios and a log-sum-exp over parents, and learning one
+event is a few indexed adds. Learning also writes the "diagonal"
+``pair[a, a]`` / ``ctx[a, c(a)]`` (a feature paired with itself); it is never
+read: the parent is never its own child.
+
+Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
+(capacities grow by doubling). A block that would exceed :data:`DENSE_MAX_BYTES`
+is not built: the store keeps (or goes back to) its sparse dictionaries, so
+ID-like features still work with memory bounded by ``max_values_per_feature``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DENSE_MAX_BYTES", "DenseBlock"]
+
+#: Largest dense block (bytes of the count arrays at their allocated
+#: capacity). 32 MiB holds e.g. 10 classes × 640 items or 2 classes × 1,400
+#: items; LED (48 items, 10 classes) needs 0.5 MiB.
+DENSE_MAX_BYTES = 32 * 2**20
+
+_MIN_ITEMS = 16
+_MIN_FEATURES = 8
+
+Item = tuple[Hashable, Hashable]
+
+
+def _nbytes(d: int, f: int, k: int) -> int:
+    return 8 * (k * (d * d + d * f + d) + d + 2 * f)
+
+
+def _cap(n: int, minimum: int) -> int:
+    """The capacity holding ``n``: a power of two, at least ``minimum``."""
+    return max(minimum, 1 << max(n - 1, 0).bit_length())
+
+
+class DenseBlock:
+    """Dense single and pair counts of the pair features (see the module docstring).
+
+    Examples
+    --------
+    >>> b = DenseBlock(n_classes=1)
+    >>> b.learn([("a", 1), ("b", "x")], {"a": None, "b": None}, 0, 1.0)
+    True
+    >>> b.index, b.pair[1, 2].tolist(), b.ctx[1, b.feat["b"]].tolist()
+    ({('a', 1): 1, ('b', 'x'): 2}, [1.0], [1.0])
+    """
+
+    __slots__ = (
+        "_vectors",
+        "col_of",
+        "ctx",
+        "ctx_flat",
+        "ctx_rows",
+        "feat",
+        "fw",
+        "index",
+        "n_classes",
+        "nyx",
+        "nyx_flat",
+        "pair",
+        "pair_flat",
+        "pair_rows",
+        "s",
+        "vw",
+    )
+
+    def __init__(self, n_classes: int) -> None:
+        self.n_classes = n_classes
+        self.index: dict[Item, int] = {}
+        self.feat: dict[Hashable, int] = {}
+        self._vectors: list[Any] = []
+        self._alloc(_MIN_ITEMS, _MIN_FEATURES)
+
+    def _alloc(self, d: int, f: int) -> None:
+        k = self.n_classes
+        self.pair = np.zeros((d, d, k))
+        self.ctx = np.zeros((d, f, k))
+        self.nyx = np.zeros((d, k))
+        self.vw = np.zeros(d)
+        self.fw = np.zeros(f)
+        self.s = np.zeros(f)
+        self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
+        # (items × items, K) and (items × columns, K) views for one-axis gathers
+        self.pair_rows = self.pair.reshape(d * d, k)
+        self.ctx_rows = self.ctx.reshape(d * f, k)
+        self.pair_flat = self.pair.reshape(-1)
+        self.ctx_flat = self.ctx.reshape(-1)
+        self.nyx_flat = self.nyx.reshape(-1)
+
+    def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
+        """Make room for item indices ``< n_items`` and ``n_features`` columns."""
+        d0, f0 = self.pair.shape[0], self.ctx.shape[1]
+        k0 = self.n_classes
+        if n_items <= d0 and n_features <= f0 and n_classes == k0:
+            return True
+        d, f = _cap(n_items, d0), _cap(n_features, f0)
+        if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
+            return False
+        old = (self.pair, self.ctx, self.nyx, self.vw, self.fw, self.s)
+        old_cols = self.col_of
+        self.n_classes = n_classes
+        self._alloc(d, f)
+        self.pair[:d0, :d0, :k0] = old[0]
+        self.ctx[:d0, :f0, :k0] = old[1]
+        self.nyx[:d0, :k0] = old[2]
+        self.vw[:d0] = old[3]
+        self.fw[:f0] = old[4]
+        self.s[:f0] = old[5]
+        self.col_of[:d0] = old_cols
+        return True
+
+    def add_class(self) -> bool:
+        """One more class (a zero slice); ``False`` if the block would be too large."""
+        return self._grow(len(self.index) + 1, len(self.feat), self.n_classes + 1)
+
+    def _indices(
+        self, items: list[Item], pair_features: Mapping[Hashable, None]
+    ) -> tuple[Any, Any] | None:
+        """Item indices and columns (arrays) of the pair items, allocating new ones.
+
+        ``None``: the block would be too large.
+        """
+        index, feat = self.index, self.feat
+        get = index.get
+        known = [get(item, 0) for item in items]
+        if 0 not in known:  # the usual case: every item is a known pair item
+            ii = np.array(known, dtype=np.intp)
+            return ii, self.col_of[ii]
+        idx: list[int] = []
+        cols: list[int] = []
+        new: list[Item] = []
+        new_f: list[Hashable] = []
+        for item in items:
+            f = item[0]
+            c = feat.get(f)
+            if c is None:
+                if f not in pair_features:
+                    continue
+                new_f.append(f)
+                c = -len(new_f)  # placeholder, fixed below
+            a = get(item)
+            if a is None:
+                new.append(item)
+                a = -len(new)
+            idx.append(a)
+            cols.append(c)
+        if new or new_f:
+            if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
+                return None
+            for f in new_f:
+                feat[f] = len(feat)
+            for item in new:
+                a = index[item] = len(index) + 1
+                c = self.col_of[a] = feat[item[0]]
+                self.s[c] += 1.0
+            idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
+            cols = [c if c >= 0 else feat[new_f[-c - 1]] for c in cols]
+        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp)
+
+    def learn(
+        self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
+    ) -> bool:
+        """Add one event's counts; ``False`` (nothing changed) if the block would be too large."""
+        found = self._indices(items, pair_features)
+        if found is None:
+            return False
+        ii, cc = found
+        if not len(ii):
+            return True
+        n_classes = self.n_classes
+        at_k = ii * n_classes + k  # flat index of (a, k) in nyx, of (·, a, k) in pair rows
+        self.nyx_flat[at_k] += w
+        self.vw[ii] += w
+        self.fw[cc] += w
+        if len(ii) >= 2:
+            self.pair_flat[(ii * (self.pair.shape[0] * n_classes))[:, None] + at_k] += w
+            rows = (ii * (self.ctx.shape[1] * n_classes))[:, None]
+            self.ctx_flat[rows + (cc * n_classes + k)] += w
+        return True
+
+    def add_item(
+        self,
+        items: list[Item],
+        item: Item,
+        pair_features: Mapping[Hashable, None],
+        k: int,
+        w: float,
+    ) -> bool:
+        """Add ``item`` to an event already learned with ``items`` (see ``PairStore.add_item``)."""
+        found = self._indices([item, *items], pair_features)
+        if found is None:
+            return False
+        idx, cols = found
+        a, c = idx[0], cols[0]
+        self.nyx[a, k] += w
+        self.vw[a] += w
+        self.fw[c] += w
+        if len(idx) >= 2:
+            ii = idx[1:]
+            cc = cols[1:]
+            self.pair[a, ii, k] += w
+            self.pair[ii, a, k] += w
+            self.ctx[a, cc, k] += w
+            self.ctx[ii, c, k] += w
+        return True
+
+    def rescale(self, factor: float) -> None:
+        """Multiply every count by ``factor``."""
+        for arr in (self.pair, self.ctx, self.nyx, self.vw, self.fw):
+            arr *= factor
+
+    # ------------------------------------------------------------------ conversion
+    def load(
+        self,
+        counts: Mapping[Any, Any],
+        classes: Mapping[Hashable, int],
+        feature_weight: Mapping[Hashable, float],
+        value_weight: Mapping[Hashable, Mapping[Hashable, float]],
+        pair_features: Mapping[Hashable, None],
+        pairs: Mapping[Item, Mapping[Hashable, Any]],
+    ) -> bool:
+        """Fill an empty block from sparse counts; ``False`` if it would be too large."""
+        feats = [f for f in counts if f in pair_features]
+        n_items = sum(len(counts[f]) for f in feats)
+        if not self._grow(n_items + 1, len(feats), len(classes)):
+            return False
+        index, feat = self.index, self.feat
+        for f in feats:
+            c = feat[f] = len(feat)
+            self.fw[c] = feature_weight[f]
+            self.s[c] = len(counts[f])
+            vw = value_weight[f]
+            for v, by_class in counts[f].items():
+                a = index[(f, v)] = len(index) + 1
+                self.col_of[a] = c
+                self.vw[a] = vw[v]
+                for y, n in by_class.items():
+                    self.nyx[a, classes[y]] = n
+        for item, sub in pairs.items():
+            pa = index.get(item)
+            if pa is None:
+                continue
+            for j, (ctx, values) in sub.items():
+                pc = feat.get(j)
+                if pc is None:
+                    continue
+                self.ctx[pa, pc] = ctx
+                for vj, row in values.items():
+                    self.pair[pa, index[(j, vj)]] = row
+        return True
+
+    def to_sparse(self, counts: Mapping[Any, Any]) -> dict[Item, dict[Hashable, list[Any]]]:
+        """The sparse ``pairs`` dictionary of ``PairStore`` (combinations with nonzero counts).
+
+        Features and values come in the order of ``counts`` (first learned first).
+        """
+        index, feat = self.index, self.feat
+        order = []
+        for f, values in counts.items():
+            c = feat.get(f)
+            if c is not None:
+                order.append((f, c, [(v, index[(f, v)]) for v in values if (f, v) in index]))
+        ctx_seen = (self.ctx != 0.0).any(axis=2)
+        pair_seen = (self.pair != 0.0).any(axis=2)
+        out: dict[Item, dict[Hashable, list[Any]]] = {}
+        for i, _ci, values_i in order:
+            for vi, a in values_i:
+                sub: dict[Hashable, list[Any]] = {}
+                seen_c, seen_p = ctx_seen[a], pair_seen[a]
+                for j, cj, values_j in order:
+                    if j == i or not seen_c[cj]:
+                        continue
+                    rows = self.pair[a]
+                    sub[j] = [
+                        self.ctx[a, cj].tolist(),
+                        {vj: rows[b].tolist() for vj, b in values_j if seen_p[b]},
+                    ]
+                if sub:
+                    out[(i, vi)] = sub
+        return out
+
+    # ------------------------------------------------------------------ scoring
+    def children(self, items: list[Item]) -> tuple[Any, Any]:
+        """Item indices (``0``: value never learned) and columns of the learned pair features."""
+        get = self.index.get
+        known = [get(item, 0) for item in items]
+        if 0 not in known:  # the usual case
+            ii = np.array(known, dtype=np.intp)
+            return ii, self.col_of[ii]
+        feat = self.feat
+        idx: list[int] = []
+        cols: list[int] = []
+        for item, a in zip(items, known, strict=True):
+            c = feat.get(item[0])
+            if c is not None:
+                idx.append(a)
+                cols.append(c)
+        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp)
+
+    def vectors(self, n: int) -> tuple[Any, Any]:
+        """Cached ``arange(n)`` and ``ones(n)``."""
+        cache = self._vectors
+        while len(cache) <= n:
+            cache.append((np.arange(len(cache)), np.ones(len(cache))))
+        return cache[n]
+
+    def spode_scores(self, idx: Any, cols: Any, parents: Any, a: float) -> Any:
+        """``SPODE_i(y)`` for each parent position, shape ``(len(parents), K)``.
+
+        ``log P̂(y, x_i) + Σ_{j ≠ i} log P̂(x_j | y, x_i)`` with
+        ``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
+        ``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``;
+        ``idx``/``cols`` are the children, ``parents`` positions in them, ``α``
+        in raw units. The ratios form a ``(parents, children, K)`` array whose
+        parent-as-own-child cell holds ``P̂(y, x_i)`` instead, so one log and
+        one sum over children (a matrix product with ones) give every score.
+        """
+        s = self.s
+        if len(parents) == len(idx):  # every child is a parent (parents = arange)
+            pi, pc = idx, cols
+        else:
+            pi, pc = idx[parents], cols[parents]
+        ratio = self.pair_rows.take(pi[:, None] * self.pair.shape[0] + idx, axis=0)
+        ratio += a
+        den = self.ctx_rows.take(pi[:, None] * self.ctx.shape[1] + cols, axis=0)
+        den += (a * s[cols])[:, None]
+        ratio /= den
+        prior = self.nyx[pi] + a
+        prior /= (self.fw[pc] + (a * self.n_classes) * s[pc])[:, None]
+        ratio[self.vectors(len(pi))[0], parents] = prior
+        ones = self.vectors(len(idx))[1]
+        out: Any = ones @ np.log(ratio)
+        return out
