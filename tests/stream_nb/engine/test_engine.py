@@ -597,3 +597,34 @@ def test_naive_bayes_numpy_kernel_in_the_engine_equals_the_per_event_path():
             assert a["log_proba"][c] == pytest.approx(b["log_proba"][c], rel=1e-9, abs=1e-9)
     assert fast_report["cumulative"]["accuracy"] == slow_report["cumulative"]["accuracy"]
     assert fast_model.n_learned == slow_model.n_learned == 1498
+
+
+@pytest.mark.parametrize("with_ids", [True, False])
+def test_line_sink_fast_path_writes_the_per_event_paths_bytes(tmp_path, with_ids):
+    from connectors.files import FileSink
+
+    events = _events(700, seed=8)
+    items = []
+    for i, e in enumerate(events):
+        item = {"x": e["x"], "y": i % 3 if i % 2 else e["y"]}  # str and int labels
+        if with_ids:
+            item["id"] = e["id"]
+        if i == 400:
+            item.pop("y")  # one unlabelled event: that segment takes the general loop
+        items.append(item)
+    outputs = []
+    for engine_class in (Engine, _PerEventEngine):
+        path = tmp_path / f"{engine_class.__name__}.jsonl"
+        evaluator = PrequentialEvaluator()
+        engine = engine_class(
+            CategoricalNB(),
+            ListSource(items),
+            FileSink(path),
+            evaluator=evaluator,
+            batch_size=128,
+        )
+        engine.run()
+        engine.sink.close()
+        outputs.append((path.read_bytes(), evaluator.report(), engine.learner.to_state()))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0].count(b"\n") == 700
