@@ -4,16 +4,16 @@ Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
 …`` in order of appearance; index ``0`` is an all-zero item that stands for a
 value never learned) and every pair feature a column ``c``. Then
 
-* ``nyx[a, k] = N(y_k, x_i)`` and ``vw[a] = N(x_i)`` (all classes),
+* ``pair[a, a, k] = N(y_k, x_i)`` (the diagonal) and ``vw[a] = N(x_i)`` (all classes),
 * ``fw[c] = N_i`` and ``s[c] = S_i`` (distinct values learned),
 * ``pair[a, b, k] = N(y_k, x_i, x_j)`` for items ``a = (i, x_i)``, ``b = (j, x_j)``,
 * ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``,
 
 so one AODE prediction is two fancy-index gathers over the event's items, one
 vectorised log of the ratios and a log-sum-exp over parents, and learning one
-event is a few indexed adds. Learning also writes the "diagonal"
-``pair[a, a]`` / ``ctx[a, c(a)]`` (a feature paired with itself); it is never
-read: the parent is never its own child.
+event is a few indexed adds (the diagonal ``pair[a, a]`` gets ``N(y, x_i)``
+from the same add). ``ctx[a, c(a)]`` (a feature with itself) is written too
+but never read: the parent is never its own child.
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
 (capacities grow by doubling). A block that would exceed :data:`DENSE_MAX_BYTES`
@@ -72,8 +72,6 @@ class DenseBlock:
         "fw",
         "index",
         "n_classes",
-        "nyx",
-        "nyx_flat",
         "pair",
         "pair_flat",
         "pair_rows",
@@ -92,7 +90,6 @@ class DenseBlock:
         k = self.n_classes
         self.pair = np.zeros((d, d, k))
         self.ctx = np.zeros((d, f, k))
-        self.nyx = np.zeros((d, k))
         self.vw = np.zeros(d)
         self.fw = np.zeros(f)
         self.s = np.zeros(f)
@@ -102,7 +99,6 @@ class DenseBlock:
         self.ctx_rows = self.ctx.reshape(d * f, k)
         self.pair_flat = self.pair.reshape(-1)
         self.ctx_flat = self.ctx.reshape(-1)
-        self.nyx_flat = self.nyx.reshape(-1)
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
@@ -113,16 +109,15 @@ class DenseBlock:
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.pair, self.ctx, self.nyx, self.vw, self.fw, self.s)
+        old = (self.pair, self.ctx, self.vw, self.fw, self.s)
         old_cols = self.col_of
         self.n_classes = n_classes
         self._alloc(d, f)
         self.pair[:d0, :d0, :k0] = old[0]
         self.ctx[:d0, :f0, :k0] = old[1]
-        self.nyx[:d0, :k0] = old[2]
-        self.vw[:d0] = old[3]
-        self.fw[:f0] = old[4]
-        self.s[:f0] = old[5]
+        self.vw[:d0] = old[2]
+        self.fw[:f0] = old[3]
+        self.s[:f0] = old[4]
         self.col_of[:d0] = old_cols
         return True
 
@@ -185,14 +180,13 @@ class DenseBlock:
         if not len(ii):
             return True
         n_classes = self.n_classes
-        at_k = ii * n_classes + k  # flat index of (a, k) in nyx, of (·, a, k) in pair rows
-        self.nyx_flat[at_k] += w
         self.vw[ii] += w
         self.fw[cc] += w
-        if len(ii) >= 2:
-            self.pair_flat[(ii * (self.pair.shape[0] * n_classes))[:, None] + at_k] += w
-            rows = (ii * (self.ctx.shape[1] * n_classes))[:, None]
-            self.ctx_flat[rows + (cc * n_classes + k)] += w
+        # every (a, b, k) incl. the diagonal N(y, x_a); then every (a, c(b), k)
+        at_k = ii * n_classes + k
+        self.pair_flat[(ii * (self.pair.shape[0] * n_classes))[:, None] + at_k] += w
+        rows = (ii * (self.ctx.shape[1] * n_classes))[:, None]
+        self.ctx_flat[rows + (cc * n_classes + k)] += w
         return True
 
     def add_item(
@@ -209,7 +203,7 @@ class DenseBlock:
             return False
         idx, cols = found
         a, c = idx[0], cols[0]
-        self.nyx[a, k] += w
+        self.pair[a, a, k] += w
         self.vw[a] += w
         self.fw[c] += w
         if len(idx) >= 2:
@@ -223,7 +217,7 @@ class DenseBlock:
 
     def rescale(self, factor: float) -> None:
         """Multiply every count by ``factor``."""
-        for arr in (self.pair, self.ctx, self.nyx, self.vw, self.fw):
+        for arr in (self.pair, self.ctx, self.vw, self.fw):
             arr *= factor
 
     # ------------------------------------------------------------------ conversion
@@ -252,7 +246,7 @@ class DenseBlock:
                 self.col_of[a] = c
                 self.vw[a] = vw[v]
                 for y, n in by_class.items():
-                    self.nyx[a, classes[y]] = n
+                    self.pair[a, a, classes[y]] = n
         for item, sub in pairs.items():
             pa = index.get(item)
             if pa is None:
@@ -341,10 +335,11 @@ class DenseBlock:
         ratio += a
         den = self.ctx_rows.take(pi[:, None] * self.ctx.shape[1] + cols, axis=0)
         den += (a * s[cols])[:, None]
+        # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
+        den[self.vectors(len(pi))[0], parents] = (self.fw[pc] + (a * self.n_classes) * s[pc])[
+            :, None
+        ]
         ratio /= den
-        prior = self.nyx[pi] + a
-        prior /= (self.fw[pc] + (a * self.n_classes) * s[pc])[:, None]
-        ratio[self.vectors(len(pi))[0], parents] = prior
         ones = self.vectors(len(idx))[1]
         out: Any = ones @ np.log(ratio)
         return out
