@@ -126,7 +126,10 @@ def gaussian_predict_learn_many(
     types = set(map(type, chain.from_iterable(rows)))  # one C-level pass
     if not types <= _NUMBERS:
         return None
-    x = np.array(rows, dtype=np.float64)
+    try:
+        x = np.array(rows, dtype=np.float64)
+    except (OverflowError, ValueError, TypeError):
+        return None  # e.g. an int beyond the float range: the per-event path says so
     if not np.isfinite(x).all():
         return None
     cat_values: list[list[Any]] = []

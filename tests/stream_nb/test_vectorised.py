@@ -114,6 +114,8 @@ def test_unusual_batches_fall_back() -> None:
     assert gaussian_predict_learn_many(model, [{"a": None, "b": "x"}, *xs[1:]], ys, ws) is None
     assert gaussian_predict_learn_many(model, [{"a": True, "b": "x"}, *xs[1:]], ys, ws) is None
     assert gaussian_predict_learn_many(model, xs[:10], ys[:10], ws[:10]) is None  # small
+    huge = [{"a": 10**400, "b": "x"}, *xs[1:]]
+    assert gaussian_predict_learn_many(model, huge, ys, ws) is None  # not a float
     forgetting = NaiveBayes(half_life=100.0)
     forgetting.learn_one(xs[0], "p")
     assert gaussian_predict_learn_many(forgetting, xs, ys, ws) is None
