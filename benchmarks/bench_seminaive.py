@@ -216,8 +216,10 @@ def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None,
         "# Semi-naive Bayes: prequential throughput, memory, accuracy",
         "",
         f"Machine: {info['cpu']}, {info['cores']} cores, load average {info['load_average']}, "
-        f"Python {info['python']}, {info['date']}. Pure Python, one event at a time "
-        "(predict_log_proba_one then learn_one).",
+        f"Python {info['python']}, {info['date']}. One event at a time "
+        "(predict_log_proba_one then learn_one); AODE keeps its pair counts in a dense "
+        "numpy block (stream_nb/seminaive/_dense.py), TAN/KDB in sparse dictionaries. "
+        "The machine is shared with other jobs: CPU time is the steadier figure.",
         "",
         "| stream | d | events | learner | events/s (wall) | events/CPU-s | accuracy "
         "| stored counts | size estimate (MB) | tracemalloc peak (MB) |",

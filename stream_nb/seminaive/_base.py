@@ -45,6 +45,7 @@ _log = math.log
 _exp = math.exp
 _EMPTY: dict[Any, Any] = {}
 _ABSENT = object()  # "feature not in the event" (OTHER is a real bucket)
+_NB_TERM: list[Any] = []  # TAN/KDB: "no parent usable, use the CategoricalNB term"
 
 #: Relative tolerance when comparing a decayed weight ``raw × scale`` with
 #: ``min_parent_count``: ``(w / s) × s`` may round to just below ``w``.
@@ -501,6 +502,8 @@ class _Dependence(_SemiNaive):
     parent set (they cannot be recovered from pairwise counts).
     """
 
+    _dense_pairs = True
+
     def __init__(self, rebuild_every: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rebuild_every = check_int(rebuild_every, "rebuild_every", 1)
@@ -588,14 +591,13 @@ class _Dependence(_SemiNaive):
         counts: dict[Any, Any] = nb._counts
         present: dict[Any, Any] = nb._present
         value_weight = store.value_weight
-        pairs = store.pairs
+        pair_node = store.pair_node
         parents = self._parents
         families = self._families
         threshold = self._raw_threshold()
         xd = dict(items)
         log = _log
         zeros = [0.0] * len(classes)
-        never = [zeros, _EMPTY]  # parent and child never seen together
         for j, vj in items:
             values = counts.get(j)
             if values is None:
@@ -614,16 +616,20 @@ class _Dependence(_SemiNaive):
                 for p in pa:
                     vp = xd.get(p, _ABSENT)
                     if vp is not _ABSENT and value_weight[p].get(vp, 0.0) >= threshold:
-                        node = pairs.get((p, vp), _EMPTY).get(j, never)
+                        row, ctx = pair_node((p, vp), (j, vj), zeros)
+                        terms = [log((r + a) / (c + sa)) for r, c in zip(row, ctx, strict=True)]
+                        s = [v + t for v, t in zip(s, terms, strict=True)]
                         break
-            if node is None:  # the CategoricalNB term
+                else:
+                    node = _NB_TERM
+            if node is _NB_TERM:  # the CategoricalNB term
                 cg = present[j].get
                 rg = values.get(vj, _EMPTY).get
                 s = [
                     v + log((rg(y, 0.0) + a) / (cg(y, 0.0) + sa))
                     for v, y in zip(s, classes, strict=True)
                 ]
-            else:
+            elif node is not None:  # the family counts
                 row = node[1].get(vj, zeros)
                 s = [v + log((r + a) / (c + sa)) for v, r, c in zip(s, row, node[0], strict=True)]
         return dict(zip(classes, s, strict=True))

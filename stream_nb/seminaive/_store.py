@@ -108,6 +108,29 @@ class PairStore:
             return self.dense.to_sparse(self.nb._counts)
         return self._sparse
 
+    def pair_node(
+        self, parent: Item, child: Item, zeros: list[float]
+    ) -> tuple[list[float], list[float]]:
+        """``(N(y, x_i, x_j), N(y, x_i, j))`` by class index for ``parent = (i, x_i)``, ``child``.
+
+        Zeros where the two were never seen together (either representation).
+        """
+        dense = self.dense
+        if dense is None:
+            node = self._sparse.get(parent)
+            if node is None:
+                return zeros, zeros
+            pair = node.get(child[0])
+            if pair is None:
+                return zeros, zeros
+            return pair[1].get(child[1], zeros), pair[0]
+        a = dense.index.get(parent)
+        c = dense.feat.get(child[0])
+        if a is None or c is None:
+            return zeros, zeros
+        b = dense.index.get(child, 0)
+        return dense.pair[a, b].tolist(), dense.ctx[a, c].tolist()
+
     def to_sparse(self) -> None:
         """Keep the pair counts in dictionaries from now on (drop the dense block)."""
         if self.dense is not None:

@@ -1,4 +1,4 @@
-"""The dense numpy pair block of AODE/SPODE against the sparse dictionaries it replaces.
+"""The dense numpy pair block of the semi-naive learners against sparse dictionaries.
 
 A model forced to stay sparse is the reference: predictions agree to 1e-12 on
 every step and the statistics (states compared as sets) are identical, through
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from stream_nb import AODE, SPODE, Learner
+from stream_nb import AODE, KDB, SPODE, TAN, Learner
 from stream_nb.datasets import mixed_stream
 from stream_nb.seminaive import _dense
 
@@ -24,6 +24,8 @@ TOLERANCE = 1e-12
 FACTORIES: dict[str, Callable[..., Learner]] = {
     "AODE": AODE,
     "SPODE": lambda **kw: SPODE("cat0", **kw),
+    "TAN": lambda **kw: TAN(rebuild_every=40, **kw),
+    "KDB": lambda **kw: KDB(k=2, rebuild_every=40, **kw),
 }
 
 
