@@ -217,8 +217,8 @@ def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None,
         "",
         f"Machine: {info['cpu']}, {info['cores']} cores, load average {info['load_average']}, "
         f"Python {info['python']}, {info['date']}. One event at a time "
-        "(predict_log_proba_one then learn_one); AODE keeps its pair counts in a dense "
-        "numpy block (stream_nb/seminaive/_dense.py), TAN/KDB in sparse dictionaries. "
+        "(predict_log_proba_one then learn_one); the semi-naive learners keep their pair "
+        "counts in a dense numpy block (stream_nb/seminaive/_dense.py). "
         "The machine is shared with other jobs: CPU time is the steadier figure.",
         "",
         "| stream | d | events | learner | events/s (wall) | events/CPU-s | accuracy "

@@ -23,4 +23,4 @@ def test_bench_seminaive_writes_results(tmp_path: Path) -> None:
         )
         assert row["stored_counts"] > 0 and row["tracemalloc_peak_bytes"] > 0
     table = (tmp_path / "seminaive.md").read_text()
-    assert "| led24 | 24 |" in table and "_spode" in table
+    assert "| led24 | 24 |" in table and "spode_scores" in table  # the AODE profile
