@@ -290,6 +290,25 @@ class DenseBlock:
                     out[(i, vi)] = sub
         return out
 
+    def size(self) -> int:
+        """Numbers the sparse view would store: ``K (1 + values)`` per (item, feature) node.
+
+        Counted from the block without building the view (O(D² K) array work).
+        """
+        n = len(self.index)
+        if not n:
+            return 0
+        k = self.n_classes
+        own = self.col_of[1 : n + 1]
+        rows = np.arange(n)
+        ctx_seen = (self.ctx[1 : n + 1] != 0.0).any(axis=2)
+        ctx_seen[rows, own] = False  # a feature with itself is no node
+        pair_seen = (self.pair[1 : n + 1, 1 : n + 1] != 0.0).any(axis=2)
+        onehot = np.zeros((n, ctx_seen.shape[1]))
+        onehot[rows, own] = 1.0
+        per_node = pair_seen @ onehot  # (item, column): values seen with the item
+        return int(k * (ctx_seen.sum() + (per_node * ctx_seen).sum()))
+
     # ------------------------------------------------------------------ scoring
     def children(self, items: list[Item]) -> tuple[Any, Any]:
         """Item indices (``0``: value never learned) and columns of the learned pair features."""

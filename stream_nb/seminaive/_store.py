@@ -426,7 +426,9 @@ class PairStore:
         nb = self.nb
         n = len(nb._class_weight) + 1 + count_leaves(nb._present) + count_leaves(nb._counts)
         n += len(self.feature_weight) + count_leaves(self.value_weight)
-        for sub in self.pairs.values():
+        if self.dense is not None:
+            return n + self.dense.size()
+        for sub in self._sparse.values():
             for ctx, values in sub.values():
                 n += len(ctx) * (1 + len(values))
         return n
