@@ -592,6 +592,11 @@ class _Dependence(_SemiNaive):
         present: dict[Any, Any] = nb._present
         value_weight = store.value_weight
         pair_node = store.pair_node
+        block = store.dense
+        terms_at: list[tuple[int, int, int, float]] = []  # (parent item, child item, column, αS)
+        index: dict[Any, int] = block.index if block is not None else _EMPTY
+        get = index.get
+        feat = block.feat if block is not None else _EMPTY
         parents = self._parents
         families = self._families
         threshold = self._raw_threshold()
@@ -616,6 +621,9 @@ class _Dependence(_SemiNaive):
                 for p in pa:
                     vp = xd.get(p, _ABSENT)
                     if vp is not _ABSENT and value_weight[p].get(vp, 0.0) >= threshold:
+                        if block is not None:  # gathered below, all features at once
+                            terms_at.append((get((p, vp), 0), get((j, vj), 0), feat.get(j, 0), sa))
+                            break
                         row, ctx = pair_node((p, vp), (j, vj), zeros)
                         terms = [log((r + a) / (c + sa)) for r, c in zip(row, ctx, strict=True)]
                         s = [v + t for v, t in zip(s, terms, strict=True)]
@@ -632,6 +640,9 @@ class _Dependence(_SemiNaive):
             elif node is not None:  # the family counts
                 row = node[1].get(vj, zeros)
                 s = [v + log((r + a) / (c + sa)) for v, r, c in zip(s, row, node[0], strict=True)]
+        if terms_at:
+            assert block is not None
+            s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
         return dict(zip(classes, s, strict=True))
 
     # ------------------------------------------------------------------ merging

@@ -290,6 +290,22 @@ class DenseBlock:
                     out[(i, vi)] = sub
         return out
 
+    def pair_terms(self, at: list[tuple[int, int, int, float]], a: float) -> Any:
+        """``Σ log((N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j))`` by class, shape ``(K,)``.
+
+        ``at`` lists ``(parent item, child item, child column, α S_j)``; item
+        ``0`` (never learned) has zero counts.
+        """
+        arr = np.array(at)
+        pi = arr[:, 0].astype(np.intp)
+        num = self.pair_rows.take(pi * self.pair.shape[0] + arr[:, 1].astype(np.intp), axis=0)
+        num += a
+        den = self.ctx_rows.take(pi * self.ctx.shape[1] + arr[:, 2].astype(np.intp), axis=0)
+        den += arr[:, 3:4]
+        num /= den
+        out: Any = self.vectors(len(at))[1] @ np.log(num)
+        return out
+
     def size(self) -> int:
         """Numbers the sparse view would store: ``K (1 + values)`` per (item, feature) node.
 
