@@ -135,6 +135,43 @@ class _GaussianStats:
 
         def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]: ...
 
+    # ------------------------------------------------------------------ batches
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many`, vectorised with numpy where the batch allows.
+
+        Every statistic an event sees is a prefix sum over the batch, so one
+        numpy pass gives every prediction (equal to the per-event loop to about
+        1e-12) and the statistics after the batch; see
+        :mod:`stream_nb._vectorised`. Short or unusual batches (forgetting,
+        ``class_prior``, a new class, missing or non-numeric values, other
+        keys) run the per-event loop, and so do subclasses, which may change
+        the formulas: only a class that sets ``_VECTORISED`` in its own body
+        takes the kernel.
+
+        Examples
+        --------
+        >>> from stream_nb import GaussianNB, NaiveBayes
+        >>> xs = [{"a": float(i % 5), "b": float(i % 3)} for i in range(200)]
+        >>> ys = [i % 2 for i in range(200)]
+        >>> for model in (GaussianNB(), NaiveBayes()):
+        ...     lps, preds, errors = model.predict_learn_many(xs, ys, [1.0] * 200)
+        ...     print(lps[0], preds[1], errors, model.n_learned)
+        {} 0 {} 200
+        {} 0 {} 200
+        """
+        if type(self).__dict__.get("_VECTORISED", False):
+            from stream_nb._vectorised import gaussian_predict_learn_many  # numpy: on first use
+
+            out = gaussian_predict_learn_many(self, xs, ys, ws)
+            if out is not None:
+                return out
+        return Learner.predict_learn_many(self, xs, ys, ws)  # type: ignore[arg-type]
+
     # ------------------------------------------------------------------ setup
     def _g_init(self) -> None:
         self._labels: list[Hashable] = []
@@ -750,37 +787,7 @@ class GaussianNB(_GaussianStats, Learner):
     _learn = _GaussianStats._g_learn
     _joint_log_likelihood = _GaussianStats._g_joint_log_likelihood
 
-    def predict_learn_many(
-        self,
-        xs: Sequence[Mapping[str, Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float],
-    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-        """:meth:`Learner.predict_learn_many`, vectorised with numpy where the batch allows.
-
-        Every statistic an event sees is a prefix sum over the batch, so one
-        numpy pass gives every prediction (equal to the per-event loop to about
-        1e-12) and the statistics after the batch; see
-        :mod:`stream_nb._vectorised`. Short or unusual batches (forgetting,
-        ``class_prior``, a new class, missing or non-numeric values, other
-        keys) run the per-event loop.
-
-        Examples
-        --------
-        >>> model = GaussianNB()
-        >>> xs = [{"a": float(i % 5), "b": float(i % 3)} for i in range(200)]
-        >>> ys = [i % 2 for i in range(200)]
-        >>> lps, preds, errors = model.predict_learn_many(xs, ys, [1.0] * 200)
-        >>> lps[0], preds[1], errors, model.n_learned
-        ({}, 0, {}, 200)
-        """
-        if type(self) is GaussianNB:  # subclasses may change the formulas
-            from stream_nb._vectorised import gaussian_predict_learn_many  # numpy: on first use
-
-            out = gaussian_predict_learn_many(self, xs, ys, ws)
-            if out is not None:
-                return out
-        return Learner.predict_learn_many(self, xs, ys, ws)
+    _VECTORISED = True  # the batch kernel implements exactly this class's formulas
 
     def _merge(self, other: GaussianNB, factor: float) -> None:
         self._g_merge(other, factor)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -236,37 +236,7 @@ class NaiveBayes(_GaussianStats, Learner):
                 )
         return jll
 
-    def predict_learn_many(
-        self,
-        xs: Sequence[Mapping[str, Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float],
-    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-        """:meth:`Learner.predict_learn_many`, vectorised with numpy where the batch allows.
-
-        Every statistic an event sees is a prefix sum over the batch, so one
-        numpy pass gives every prediction (equal to the per-event loop to about
-        1e-12) and the statistics after the batch; see
-        :mod:`stream_nb._vectorised`. Short or unusual batches (forgetting,
-        ``class_prior``, a new class, missing or non-numeric values, other
-        keys) run the per-event loop.
-
-        Examples
-        --------
-        >>> model = NaiveBayes()
-        >>> xs = [{"a": float(i % 5), "b": float(i % 3)} for i in range(200)]
-        >>> ys = [i % 2 for i in range(200)]
-        >>> lps, preds, errors = model.predict_learn_many(xs, ys, [1.0] * 200)
-        >>> lps[0], preds[1], errors, model.n_learned
-        ({}, 0, {}, 200)
-        """
-        if type(self) is NaiveBayes:  # subclasses may change the formulas
-            from stream_nb._vectorised import gaussian_predict_learn_many  # numpy: on first use
-
-            out = gaussian_predict_learn_many(self, xs, ys, ws)
-            if out is not None:
-                return out
-        return Learner.predict_learn_many(self, xs, ys, ws)
+    _VECTORISED = True  # the batch kernel implements exactly this class's formulas
 
     # ------------------------------------------------------------------ merge / scale / state
     def _merge(self, other: NaiveBayes, factor: float) -> None:
