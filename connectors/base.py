@@ -131,6 +131,15 @@ class Sink(abc.ABC):
         for value in values:
             write(value)
 
+    def write_lines(self, block: bytes) -> None:
+        """Buffer several unkeyed records given as one block: JSON values separated by
+        ``\\n``, no trailing newline (same as :meth:`write` on each line).
+
+        Line sinks override it to buffer the block as it is; the engine's
+        column path hands over a whole batch this way.
+        """
+        self.write_many(block.split(b"\n"))
+
     @abc.abstractmethod
     def flush(self) -> None:
         """Hand every buffered record to durable storage (file fsync, producer flush)."""

@@ -23,6 +23,7 @@ import select
 import stat
 import sys
 import time
+from itertools import accumulate
 from typing import Any
 
 from connectors.base import Record, Sink, Source
@@ -31,7 +32,7 @@ from stream_nb._exceptions import ConfigError, SinkError, SourceError
 __all__ = ["FileSink", "FileSource", "StdinSource", "StreamSink"]
 
 #: Bytes per ``os.read`` call: large enough to amortise the call, small enough for the cache.
-_BLOCK_BYTES = 1 << 16
+_BLOCK_BYTES = 1 << 18
 #: Sleep between polls of a followed file at its end.
 _FOLLOW_POLL_SECONDS = 0.05
 #: Bytes buffered by sinks before an ``os.write``.
@@ -62,7 +63,6 @@ class _LineSource(Source):
 
     def _reset(self, line: int, offset: int) -> None:
         self._ready: list[Record] = []
-        self._ends: list[tuple[int, int]] = []  # (line number, end offset) of each ready record
         self._cursor = 0
         self._line = line  # lines split so far
         self._start = offset  # offset where the current partial line starts
@@ -87,24 +87,28 @@ class _LineSource(Source):
         data = self._buf + block if self._buf else block
         parts = data.split(b"\n")
         tail = parts.pop()
-        limit = self._max
-        offset = self._start
-        line = self._line
-        ready = self._ready
-        ends = self._ends
-        new = _new_record
-        for part in parts:
-            line += 1
-            size = len(part)
-            if size > limit:
-                part = part[: limit + 1]
-            ready.append(new(Record, (part, {"line": line, "offset": offset}, None, None, ())))
-            offset += size + 1
-            ends.append((line, offset))
-        self._line, self._start = line, offset
-        if len(tail) > limit:
+        if parts:
+            first = self._line + 1
+            lengths = list(map(len, parts))
+            # offsets[i]: where line i starts; offsets[-1]: where the next one starts
+            offsets = list(accumulate(map((1).__add__, lengths), initial=self._start))
+            limit = self._max
+            if max(lengths) > limit:
+                parts = [part[: limit + 1] for part in parts]
+            new = _new_record
+            self._ready.extend(
+                [
+                    new(Record, (part, {"line": line, "offset": offset}, None, None, ()))
+                    for part, line, offset in zip(  # noqa: B905 (offsets is one longer)
+                        parts, range(first, first + len(parts)), offsets
+                    )
+                ]
+            )
+            self._line += len(parts)
+            self._start = offsets[-1]
+        if len(tail) > self._max:
             self._discarding = True
-            self._prefix = tail[: limit + 1]
+            self._prefix = tail[: self._max + 1]
             self._skipped = len(tail)
             self._buf = b""
         else:
@@ -114,7 +118,6 @@ class _LineSource(Source):
         self._line += 1
         self._ready.append(Record(self._prefix, {"line": self._line, "offset": self._start}))
         self._start += self._skipped
-        self._ends.append((self._line, self._start))
         self._discarding = False
         self._prefix = b""
         self._skipped = 0
@@ -127,7 +130,6 @@ class _LineSource(Source):
             self._line += 1
             self._ready.append(Record(self._buf, {"line": self._line, "offset": self._start}))
             self._start += len(self._buf)
-            self._ends.append((self._line, self._start))
             self._buf = b""
         self._eof = True
 
@@ -170,13 +172,14 @@ class _LineSource(Source):
         if stop == start:
             return []
         batch = self._ready[start:stop]
-        self._pos_line, self._pos_offset = self._ends[stop - 1]
-        if stop == len(self._ready):
-            self._ready.clear()
-            self._ends.clear()
-            self._cursor = 0
+        if stop < len(self._ready):  # the source position: where the next record starts
+            following = self._ready[stop].position
+            self._pos_line, self._pos_offset = following["line"] - 1, following["offset"]
         else:
-            self._cursor = stop
+            self._pos_line, self._pos_offset = self._line, self._start
+        # Drop what was handed out: ready records stay under one batch plus one block.
+        del self._ready[:stop]
+        self._cursor = 0
         return batch
 
     @property
@@ -307,6 +310,12 @@ class _FdSink(Sink):
     def write_many(self, values: list[bytes]) -> None:
         self._buffer.extend(values)
         self._buffered += sum(map(len, values)) + len(values)
+        if self._buffered >= self._limit:
+            self._write_out()
+
+    def write_lines(self, block: bytes) -> None:
+        self._buffer.append(block)  # joined with "\n" like single records
+        self._buffered += len(block) + 1
         if self._buffered >= self._limit:
             self._write_out()
 

@@ -33,17 +33,14 @@ classes without statistics for some feature, all-constant features.
 from __future__ import annotations
 
 import math
-import operator
-from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from stream_nb.stats import LOG_2PI
 
-__all__ = ["MIN_BATCH", "gaussian_predict_learn_many"]
+__all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_learn_many"]
 
 #: Below this many events the per-event loop is cheaper than numpy's fixed
 #: cost per array operation (~1-5 µs each, a few dozen per batch); measured on
@@ -56,6 +53,8 @@ _MIN_EPSILON = 1e-300
 _NUMBERS = frozenset((int, float))
 
 Result = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
+#: ``(labels, log_proba, best)``: the classes, the B × K log posteriors, the decisions' columns
+ColumnResult = tuple[list[Hashable], np.ndarray, np.ndarray]
 
 
 def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
@@ -72,9 +71,11 @@ def _grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     sorted_codes = codes[order]
     sums = _exclusive_cumsum(a[order])
     # subtract, in each group, the running sum reached at the group's first row
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    group_of = np.cumsum(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) - 1
-    sums -= sums[starts][group_of]
+    new_group = np.empty(len(codes), dtype=bool)
+    new_group[0] = True
+    np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
+    group_of = np.cumsum(new_group) - 1
+    sums -= sums[np.flatnonzero(new_group)[group_of]]
     out = np.empty_like(sums)
     out[order] = sums
     return out
@@ -92,6 +93,45 @@ def gaussian_predict_learn_many(
     the caller then runs the per-event loop. See the module docstring.
     """
     b = len(xs)
+    if b < MIN_BATCH or len(ys) != b or len(ws) != b:
+        return None
+    keys = tuple(xs[0])
+    if not all(map(keys.__eq__, map(tuple, xs))):
+        return None
+    columns = list(zip(*[x.values() for x in xs])) if keys else []  # noqa: B905
+    out = gaussian_predict_learn_columns(model, keys, columns, ys, ws)
+    if out is None:
+        return None
+    labels, log_proba, best = out
+    lp_rows = log_proba.tolist()
+    log_probas: list[dict[Hashable, float] | None]
+    if len(labels) == 2:
+        first, second = labels
+        log_probas = [{first: u, second: v} for u, v in lp_rows]
+    else:
+        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
+    predictions: list[Hashable | None] = list(map(labels.__getitem__, best.tolist()))
+    return log_probas, predictions, {}
+
+
+def gaussian_predict_learn_columns(
+    model: Any,
+    names: tuple[str, ...],
+    columns: Sequence[Sequence[Any]],
+    ys: Sequence[Hashable | None],
+    ws: Sequence[float] | None = None,
+) -> ColumnResult | None:
+    """The kernel on column-wise events: feature ``names[j]`` of event ``i`` is ``columns[j][i]``.
+
+    Same contract as :func:`gaussian_predict_learn_many` (the events are
+    predicted then learned in order; ``None`` and nothing changed when the
+    batch is not one the kernel handles), without building one dictionary
+    per event: returns ``(labels, log_proba, best)`` where row ``i`` of the
+    ``B × K`` array ``log_proba`` holds ``log P(labels[k] | x_i)`` and
+    ``labels[best[i]]`` is event ``i``'s decision (the first most probable
+    class). ``ws=None`` means every weight is 1.
+    """
+    b = len(ys)
     if b < MIN_BATCH or model.half_life is not None or model.class_prior is not None:
         return None
     labels = model._labels
@@ -99,57 +139,69 @@ def gaussian_predict_learn_many(
     n_classes = len(labels)
     if n_classes == 0 or model._missing or model._maxvar <= 0.0:
         return None
-    keys = tuple(xs[0])
     categorical: tuple[str, ...] = ()
     gaussian: tuple[Hashable, ...] = model._order
-    if hasattr(model, "_plans"):  # NaiveBayes: the cached split of these keys by kind
-        plan = model._plans.get(keys)
+    if hasattr(model, "_plans"):  # NaiveBayes: the cached split of these names by kind
+        plan = model._plans.get(names)
         if plan is None or plan.gaussian != gaussian:
             return None
         categorical = plan.categorical
         if any(f not in model._counts for f in categorical):
             return None
-    elif keys != gaussian:
+    elif names != gaussian:
         return None
-    if not gaussian:
+    if not gaussian or len(columns) != len(names):
         return None
-    if not all(map(keys.__eq__, map(tuple, xs))):
-        return None
-    # class index of every event (-1: unlabelled, predicted only)
+    where: dict[Hashable, int] = {f: j for j, f in enumerate(names)}
+    g_cols = [columns[where[f]] for f in gaussian]
+    for col in g_cols:
+        if len(col) != b or not set(map(type, col)) <= _NUMBERS:  # one C-level pass
+            return None
     try:
-        k_of = [-1 if y is None else index[y] for y in ys]
-    except (KeyError, TypeError):
-        return None  # a new class (or an unhashable label): the per-event path
-    rows = list(map(operator.itemgetter(*gaussian), xs))
-    if len(gaussian) == 1:
-        rows = [(r,) for r in rows]
-    types = set(map(type, chain.from_iterable(rows)))  # one C-level pass
-    if not types <= _NUMBERS:
-        return None
-    try:
-        x = np.array(rows, dtype=np.float64)
+        x = np.array(g_cols, dtype=np.float64).T  # B × F
     except (OverflowError, ValueError, TypeError):
         return None  # e.g. an int beyond the float range: the per-event path says so
     if not np.isfinite(x).all():
         return None
-    cat_values: list[list[Any]] = []
-    if categorical:
-        if len(categorical) == 1:
-            cat_values = [[xx[categorical[0]] for xx in xs]]
+    cat_values = [columns[where[f]] for f in categorical]
+    for col in cat_values:
+        if len(col) != b or None in col:
+            return None
+    # class index of every event (-1: unlabelled, predicted only)
+    try:
+        if None in ys:
+            k_of = [-1 if y is None else index[y] for y in ys]
         else:
-            cat_values = [
-                list(col) for col in zip(*map(operator.itemgetter(*categorical), xs), strict=True)
-            ]
-        for col in cat_values:
-            if None in col:
-                return None
-    w = np.asarray(ws, dtype=np.float64)
-    if len(w) != b or len(ys) != b or not (np.isfinite(w).all() and (w > 0.0).all()):
-        return None  # the per-event path raises the right error
-    k_arr = np.asarray(k_of)
-    onehot = np.zeros((b, n_classes))
+            k_of = list(map(index.__getitem__, ys))
+    except (KeyError, TypeError):
+        return None  # a new class (or an unhashable label): the per-event path
+    unit = ws is None
+    w = np.ones(b)
+    if ws is not None:
+        w = np.asarray(ws, dtype=np.float64)
+        if len(w) != b or not (np.isfinite(w).all() and (w > 0.0).all()):
+            return None  # the per-event path raises the right error
+        unit = bool((w == 1.0).all())
+    k_arr = np.asarray(k_of, dtype=np.intp)
     labelled = k_arr >= 0
-    onehot[np.flatnonzero(labelled), k_arr[labelled]] = w[labelled]  # B × K learning weights
+    n_labelled = int(labelled.sum())
+    rows_l = np.arange(b) if n_labelled == b else np.flatnonzero(labelled)
+    k_l = k_arr[rows_l]
+    w_l = w[rows_l]
+    onehot = np.zeros((b, n_classes))
+    onehot[rows_l, k_l] = w_l  # B × K learning weights
+
+    # --- categorical codes, checked before any statistic changes
+    cat_codes: list[tuple[list[Any], np.ndarray]] = []
+    for col in cat_values:
+        try:
+            distinct_values = list(dict.fromkeys(col))  # first-occurrence order
+        except TypeError:
+            return None  # unhashable value: the per-event path names it
+        codes = dict(zip(distinct_values, range(len(distinct_values)), strict=True))
+        cat_codes.append(
+            (distinct_values, np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b))
+        )
 
     model._g_sync()  # materialise lazily kept weights and variances
     n0 = np.array(model._n)  # K × F
@@ -193,57 +245,64 @@ def gaussian_predict_learn_many(
     else:
         jll -= math.log(n_classes)
     # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α))
-    cat_updates = []
+    value_totals = None
     if categorical:
         alpha = model.alpha
         present = model._present
         counts = model._counts
-        for f, col in zip(categorical, cat_values, strict=True):
+        n_cat = len(categorical)
+        # All features at once: value codes made global (feature offsets), the events'
+        # one-hot class weights stacked once per feature, and N_{y,f,v} before every
+        # event as the start count plus a grouped exclusive cumsum over the batch.
+        sizes = [len(dv) for dv, _ in cat_codes]
+        offsets = np.cumsum([0, *sizes[:-1]]).tolist()
+        codes_all = np.concatenate(
+            [code_arr + offset for (_, code_arr), offset in zip(cat_codes, offsets, strict=True)]
+        )
+        start = np.zeros((sum(sizes), n_classes))
+        pres0 = np.empty((n_cat, n_classes))
+        smoothing = np.empty((n_cat, b, 1))
+        for j, (f, (distinct_values, code_arr), offset) in enumerate(
+            zip(categorical, cat_codes, offsets, strict=True)
+        ):
             values = counts[f]
             by_class = present[f]
-            try:
-                distinct_values = list(dict.fromkeys(col))  # first-occurrence order
-            except TypeError:
-                return None  # unhashable value: the per-event path names it
-            codes = {value: c for c, value in enumerate(distinct_values)}
-            code_of = list(map(codes.__getitem__, col))
-            start = np.zeros((len(codes), n_classes))
             unseen = []  # codes of values the model has not learned yet
             for c, value in enumerate(distinct_values):
                 vc = values.get(value)
                 if vc is not None:
-                    start[c] = [vc.get(y, 0.0) for y in labels]
+                    start[offset + c] = [vc.get(y, 0.0) for y in labels]
                 else:
                     unseen.append(c)
-            code_arr = np.asarray(code_of)
-            count = start[code_arr] + _grouped_exclusive_cumsum(code_arr, onehot)
-            pres = np.array([by_class.get(y, 0.0) for y in labels])[None, :] + wc
+            pres0[j] = [by_class.get(y, 0.0) for y in labels]
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
-                is_new = np.zeros(len(codes), dtype=bool)
+                is_new = np.zeros(len(distinct_values), dtype=bool)
                 is_new[unseen] = True
                 learned_new = np.flatnonzero(labelled & is_new[code_arr])
                 _, first = np.unique(code_arr[learned_new], return_index=True)
                 new_first = np.sort(learned_new[first])
                 distinct = len(values) + np.searchsorted(new_first, np.arange(b), side="left")
-                smoothing = (distinct * alpha)[:, None]
+                smoothing[j, :, 0] = distinct * alpha
             else:
-                smoothing = len(values) * alpha
-            jll += np.log(count + alpha) - np.log(pres + smoothing)
-            cat_updates.append((f, col))
+                smoothing[j] = len(values) * alpha
+        before = _grouped_exclusive_cumsum(codes_all, np.tile(onehot, (n_cat, 1)))
+        count = (start[codes_all] + before).reshape(n_cat, b, n_classes)
+        pres = pres0[:, None, :] + wc[None, :, :]
+        jll += (np.log(count + alpha) - np.log(pres + smoothing)).sum(axis=0)
+        if unit:
+            # N_{y,f,v} learned in this batch, per global value code and class
+            learned_codes = codes_all.reshape(n_cat, b)[:, rows_l] * n_classes + k_l
+            value_totals = np.bincount(
+                learned_codes.ravel(), minlength=sum(sizes) * n_classes
+            ).reshape(-1, n_classes)
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
     top = jll.max(axis=1)
     lse = top + np.log(np.exp(jll - top[:, None]).sum(axis=1))
-    lp_rows = (jll - lse[:, None]).tolist()
-    best = jll.argmax(axis=1).tolist()
-    log_probas: list[dict[Hashable, float] | None]
-    if n_classes == 2:
-        first, second = labels
-        log_probas = [{first: a, second: b} for a, b in lp_rows]
-    else:
-        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
-    predictions: list[Hashable | None] = [labels[i] for i in best]
+    log_proba = jll - lse[:, None]
+    best = jll.argmax(axis=1)
+    result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
     wk = onehot.sum(axis=0)  # K
@@ -261,36 +320,48 @@ def gaussian_predict_learn_many(
     model._gm2 = (gm20 + g2 - g1 * g1 / gn_end).tolist()
     cw_list = model._cw
     total = model._total
-    unit = bool((w == 1.0).all())
-    learned_ys = [y for y in ys if y is not None]
-    class_counts = Counter(learned_ys) if unit else Counter()
+    # per class: (label, learned weight); unit weights give exact integer sums
+    class_weights = [(labels[k], c) for k, c in enumerate(wk.tolist()) if c]
     if unit:
-        for y, c in class_counts.items():
-            cw_list[index[y]] += float(c)
-        total += float(len(learned_ys))
+        for y, c in class_weights:
+            cw_list[index[y]] += c
+        total += float(n_labelled)
     else:
-        for y, wi in zip(ys, ws, strict=True):
+        for y, wi in zip(ys, w.tolist(), strict=True):
             if y is not None:
                 cw_list[index[y]] += wi
                 total += wi
     model._total = total
     model._g_derive()
-    for f, col in cat_updates:
+    for f, col, (distinct_values, _), offset in zip(
+        categorical, cat_values, cat_codes, offsets if categorical else (), strict=True
+    ):
         by_class = model._present[f]
         values = model._counts[f]
-        if unit:
-            for y, c in class_counts.items():
-                by_class[y] = by_class.get(y, 0.0) + float(c)
-            pairs = Counter(zip(col, ys))  # noqa: B905 (same length, checked above)
-            items: list[tuple[Any, Hashable, float]] = [
-                (value, y, float(c)) for (value, y), c in pairs.items() if y is not None
+        items: list[tuple[Any, Hashable, float]]
+        if value_totals is not None:
+            for y, c in class_weights:
+                by_class[y] = by_class.get(y, 0.0) + c
+            totals = value_totals[offset : offset + len(distinct_values)]
+            nz_values, nz_classes = np.nonzero(totals)
+            items = [
+                (distinct_values[c], labels[k], float(t))
+                for c, k, t in zip(
+                    nz_values.tolist(),
+                    nz_classes.tolist(),
+                    totals[nz_values, nz_classes].tolist(),
+                    strict=True,
+                )
             ]
         else:
-            for y, wi in zip(ys, ws, strict=True):
+            # real-valued weights: added one event at a time, as the per-event path does
+            for y, wi in zip(ys, w.tolist(), strict=True):
                 if y is not None:
                     by_class[y] = by_class.get(y, 0.0) + wi
             items = [
-                (value, y, wi) for value, y, wi in zip(col, ys, ws, strict=True) if y is not None
+                (value, y, wi)
+                for value, y, wi in zip(col, ys, w.tolist(), strict=True)
+                if y is not None
             ]
         for value, y, weight in items:
             value_counts = values.get(value)
@@ -302,5 +373,5 @@ def gaussian_predict_learn_many(
         kinds = model._kinds
         for f in categorical:
             kinds.setdefault(f, "categorical")
-    model.n_learned += len(learned_ys)
-    return log_probas, predictions, {}
+    model.n_learned += n_labelled
+    return result_labels, log_proba, best

@@ -284,6 +284,32 @@ class Learner(abc.ABC):
                     errors[i] = exc
         return log_probas, predictions, errors
 
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`predict_learn_many` on column-wise events, or ``None`` if not supported.
+
+        Event ``i`` has features ``{names[j]: columns[j][i]}``, label ``ys[i]``
+        (``None``: predicted only) and weight ``ws[i]`` (``ws=None``: all 1).
+        A learner with an array kernel returns ``(labels, log_proba, best)``:
+        row ``i`` of the ``B × K`` numpy array ``log_proba`` is event ``i``'s
+        log posterior over ``labels`` before learning it, and
+        ``labels[best[i]]`` its decision. ``None`` means "not this batch"
+        (nothing was changed); the caller then uses :meth:`predict_learn_many`.
+        The engine uses this to skip building one dictionary per event.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> CategoricalNB().predict_learn_columns(("sky",), [["sun", "rain"]], ["a", "b"]) is None
+        True
+        """
+        return None
+
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:
         """Add ``other``'s statistics to this model, in place, and return ``self``.

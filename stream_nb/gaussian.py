@@ -172,6 +172,36 @@ class _GaussianStats:
                 return out
         return Learner.predict_learn_many(self, xs, ys, ws)  # type: ignore[arg-type]
 
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_columns` with the numpy kernel (same cases as
+        :meth:`predict_learn_many`; ``None`` otherwise).
+
+        Examples
+        --------
+        >>> from stream_nb import NaiveBayes
+        >>> model = NaiveBayes()
+        >>> for i in range(10):
+        ...     model.learn_one({"a": float(i), "c": "u" if i % 2 else "v"}, i % 2)
+        >>> a = [float(i % 7) for i in range(100)]
+        >>> c = ["u" if i % 2 else "v" for i in range(100)]
+        >>> labels, log_proba, best = model.predict_learn_columns(
+        ...     ("a", "c"), [a, c], [i % 2 for i in range(100)]
+        ... )
+        >>> labels, log_proba.shape, [labels[k] for k in best[:4]], model.n_learned
+        ([0, 1], (100, 2), [0, 1, 0, 1], 110)
+        """
+        if type(self).__dict__.get("_VECTORISED", False):
+            from stream_nb._vectorised import gaussian_predict_learn_columns
+
+            return gaussian_predict_learn_columns(self, names, columns, ys, ws)
+        return None
+
     # ------------------------------------------------------------------ setup
     def _g_init(self) -> None:
         self._labels: list[Hashable] = []

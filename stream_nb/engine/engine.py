@@ -23,10 +23,11 @@ every input line gets exactly one prediction record.
 from __future__ import annotations
 
 import enum
+import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
 from stream_nb.engine.explain import explain as explain_event
 
-__all__ = ["Engine", "ErrorPolicy", "RunSummary"]
+__all__ = ["Engine", "ErrorPolicy", "RunSummary", "tune_gc"]
 
 _log = logging.getLogger("stream_nb.engine")
 
@@ -53,6 +54,37 @@ _ln = math.log
 
 #: Seconds between two model-size measurements (an O(model) walk) for metrics.
 _MODEL_SIZE_EVERY = 5.0
+
+#: The column path's smallest batch (below it numpy's fixed costs dominate) and the
+#: most batches it sits out after misses.
+_COLUMNS_MIN_BATCH = 64
+_COLUMNS_MAX_SKIP = 64
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_NUMBERS = frozenset((int, float))
+
+
+def tune_gc(gen0: int = 50_000) -> None:
+    """Garbage-collector settings for a streaming daemon (process-wide; the CLI calls it).
+
+    Freezes the objects alive now (the loaded model, modules) into the
+    permanent generation, so collections never scan them again, and raises
+    the first generation's threshold to ``gen0`` allocations, so a batch's
+    short-lived records die before they are promoted and trigger full
+    collections. Reference cycles are still collected, only less often.
+    On the engine benchmark this saves about 1 µs per event.
+
+    Examples
+    --------
+    >>> import gc
+    >>> saved = gc.get_threshold()
+    >>> tune_gc()
+    >>> gc.get_threshold()[0] >= 50_000, gc.get_freeze_count() > 0
+    (True, True)
+    >>> gc.unfreeze(); gc.set_threshold(*saved)  # back to the interpreter's settings
+    """
+    gc.freeze()
+    first, second, third = gc.get_threshold()
+    gc.set_threshold(max(first, gen0), second, third)
 
 
 class ErrorPolicy(enum.Enum):
@@ -248,6 +280,11 @@ class Engine:
         self._rejected_outcome = (
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
+        # The column path (see _process_columns), unless decisions or checks need one
+        # dictionary per event; _try_columns checks the learner batch by batch.
+        self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
+        self._columns_skip = 0  # batches left before the column path is tried again
+        self._columns_misses = 0
 
     # ------------------------------------------------------------------ hooks
     def add_extra_state(
@@ -500,8 +537,184 @@ class Engine:
             # explanations read the model at prediction time; "raise" stops at the
             # first bad event, before the events after it are learned
             self._process_each(records)
+        elif self._columns_ok and self._try_columns(records):
+            return
         else:
             self._process_batched(records)
+
+    def _try_columns(self, records: list[Record]) -> bool:
+        """Run the column path; after a miss, retry only after a growing number of batches."""
+        learner = self.learner
+        wrapped = getattr(learner, "__dict__", {})
+        if (
+            type(learner).predict_learn_columns is Learner.predict_learn_columns
+            # e.g. Kafka model sync wraps these on the instance to see every event
+            or "predict_learn_many" in wrapped
+            or "learn_one" in wrapped
+        ):
+            return False
+        if self._columns_skip:
+            self._columns_skip -= 1
+            return False
+        if self._process_columns(records):
+            self._columns_misses = 0
+            return True
+        self._columns_misses += 1
+        self._columns_skip = min(_COLUMNS_MAX_SKIP, 2 ** min(self._columns_misses, 8) - 1)
+        return False
+
+    def _process_columns(self, records: list[Record]) -> bool:
+        """The column path: a whole batch of uniform events through the learner's array kernel.
+
+        Taken when every record of the batch is a valid JSON object with the
+        same keys in the same order (flat, or nested with uniform feature
+        objects), every id and label is a scalar, and
+        :meth:`Learner.predict_learn_columns` accepts the batch (it checks
+        the feature values). The records, evaluation and model are those of
+        :meth:`_process_batched`; no per-event dictionary is built for the
+        learner or the evaluator. Returns ``False``, having changed nothing,
+        for any other batch, which then takes the general path.
+        """
+        decoder = self.decoder
+        payloads = [r.payload for r in records]
+        if len(payloads) < _COLUMNS_MIN_BATCH or max(map(len, payloads)) > decoder.max_bytes:
+            return False
+        perf = time.perf_counter
+        batch_start = perf()
+        try:
+            objs = list(map(orjson.loads, payloads))
+        except orjson.JSONDecodeError:
+            return False
+        if set(map(type, objs)) != {dict}:
+            return False
+        decoded = self._columns_of(objs)
+        if decoded is None:
+            return False
+        x_names, x_columns, ys, ids, ws = decoded
+        b = len(objs)
+        n_labelled = b - ys.count(None) if None in ys else b
+        delayed = self.delayed
+        if n_labelled < b and delayed is not None and ids is not None:
+            return False  # unlabelled events with ids go to the delayed-label cache
+        learner = self.learner
+        n_before = learner.n_learned
+        t_model = perf()
+        result = learner.predict_learn_columns(x_names, x_columns, ys, ws)
+        if result is None:
+            return False
+        t_emit = perf()
+        labels, log_proba, best = result
+        predictions = list(map(labels.__getitem__, best.tolist()))
+        rows = log_proba.tolist()
+        log_probas: list[dict[Hashable, float]]
+        if len(labels) == 2:
+            first, second = labels
+            log_probas = [{first: u, second: v} for u, v in rows]
+        else:
+            log_probas = [dict(zip(labels, r, strict=True)) for r in rows]
+        top_k = self.top_k
+        shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
+        positions = [r.position for r in records]
+        out: list[dict[str, Any]]
+        if ids is None and n_labelled == b:
+            out = [
+                {"position": p, "y_pred": yp, "y_true": y, "log_proba": lp, "n_learned": n}
+                for p, yp, y, lp, n in zip(  # noqa: B905 (same length)
+                    positions, predictions, ys, shown, range(n_before, n_before + b)
+                )
+            ]
+        else:
+            out = []
+            n = n_before
+            for i, y in enumerate(ys):
+                record_out: dict[str, Any] = {} if ids is None or ids[i] is None else {"id": ids[i]}
+                record_out["position"] = positions[i]
+                record_out["y_pred"] = predictions[i]
+                if y is not None:
+                    record_out["y_true"] = y
+                record_out["log_proba"] = shown[i]
+                record_out["n_learned"] = n
+                if y is not None:
+                    n += 1
+                out.append(record_out)
+        sink = self.sink
+        keyed = getattr(sink, "uses_keys", True)
+        if not keyed:
+            # One dumps call for the whole batch, cut into lines: each record is an
+            # object starting with a key, so every boundary reads '},{"'; inside a
+            # string '"' is escaped, so the cut is exact unless a record holds an
+            # array of objects (a custom position), which the line count catches.
+            try:
+                blob = orjson.dumps(out, option=self._dump_option)
+            except TypeError:  # non-string class labels as keys: switch for good
+                self._dump_option = _OPT_NON_STR
+                blob = orjson.dumps(out, option=self._dump_option)
+            block = blob[1:-1].replace(b'},{"', b'}\n{"')
+            if block.count(b"\n") == b - 1:
+                sink.write_lines(block)
+            else:
+                keyed = True
+        if keyed:
+            dumps = orjson.dumps
+            option = self._dump_option
+            try:
+                lines = [dumps(o, option=option) for o in out]
+            except TypeError:  # non-string class labels as keys: switch for good
+                option = self._dump_option = _OPT_NON_STR
+                lines = [dumps(o, option=option) for o in out]
+            if getattr(sink, "uses_keys", True):
+                for i, (record, line) in enumerate(zip(records, lines)):  # noqa: B905
+                    key = record.key
+                    if key is None and ids is not None and ids[i] is not None:
+                        key = str(ids[i]).encode()
+                    sink.write(line, key=key)
+            else:
+                sink.write_many(lines)
+        t_evaluate = perf()
+        evaluator = self.evaluator
+        if evaluator is not None and n_labelled:
+            if n_labelled < b:
+                mask = [y is not None for y in ys]
+                ys_l = [y for y in ys if y is not None]
+                log_proba, best = log_proba[mask], best[mask]
+                predictions = [p for p, m in zip(predictions, mask) if m]  # noqa: B905
+                log_probas = [lp for lp, m in zip(log_probas, mask) if m]  # noqa: B905
+            else:
+                ys_l = list(ys)
+            update_arrays = getattr(evaluator, "update_arrays", None)
+            if update_arrays is not None:
+                update_arrays(ys_l, labels, log_proba, best)
+            else:
+                evaluator.update_many(ys_l, predictions, log_probas)
+        t_end = perf()
+        latencies: list[float] = []
+        if self.metrics is not None:
+            # Every event of a batch waits for the whole batch: its latency is the
+            # batch's, sampled one event in latency_every as on the other paths.
+            every = self.latency_every
+            sampled = (self.consumed + b) // every - self.consumed // every
+            latencies = [t_end - batch_start] * sampled
+        self._finish_batch(
+            records,
+            batch_start,
+            n_pred=b,
+            n_only=b - n_labelled,
+            n_learn=n_labelled,
+            n_delayed=0,
+            n_matched=0,
+            n_unmatched=0,
+            n_rejected=0,
+            n_blank=0,
+            stage_seconds={
+                "decode": t_model - batch_start,
+                "predict": t_emit - t_model,
+                "emit": t_evaluate - t_emit,
+                "evaluate": t_end - t_evaluate,
+                "learn": 0.0,
+            },
+            latencies=latencies,
+        )
+        return True
 
     def _process_each(self, records: list[Record]) -> None:
         """The per-event path (explanations, error policy ``raise``)."""
@@ -735,6 +948,100 @@ class Engine:
             stage_seconds=stage_seconds,
             latencies=(),
         )
+
+    def _columns_of(
+        self, objs: list[dict[str, Any]]
+    ) -> (
+        tuple[
+            tuple[str, ...],
+            list[Sequence[Any]],
+            Sequence[Any],
+            Sequence[Any] | None,
+            Sequence[float] | None,
+        ]
+        | None
+    ):
+        """``(feature names, feature columns, labels, ids, weights)`` of uniform events.
+
+        ``None`` unless every event validates as :class:`EventDecoder` would
+        accept it and all have the same features in the same order. Uniform
+        objects (the same keys throughout) are split into columns in one
+        C-level transpose; flat events that differ only in the label, id or
+        weight fields (e.g. some unlabelled) have those fields popped first.
+        """
+        decoder = self.decoder
+        label_field, id_field, weight_field = (
+            decoder.label_field,
+            decoder.id_field,
+            decoder.weight_field,
+        )
+        features_field = decoder.features_field
+        first = objs[0]
+        names = tuple(first)
+        nested = features_field in first and (
+            decoder.shape == "nested"
+            or (decoder.shape == "auto" and type(first[features_field]) is dict)
+        )
+        b = len(objs)
+        ys: Sequence[Any]
+        ids: Sequence[Any] | None = None
+        raw_ws: Sequence[Any] | None = None
+        x_columns: list[Sequence[Any]]
+        xs: Sequence[Any] = objs
+        if all(map(names.__eq__, map(tuple, objs))):
+            where = {name: j for j, name in enumerate(names)}
+            columns = list(zip(*[o.values() for o in objs]))  # noqa: B905 (same keys)
+            ys = columns[where[label_field]] if label_field in where else (None,) * b
+            if id_field in where:
+                ids = columns[where[id_field]]
+            if weight_field in where:
+                raw_ws = columns[where[weight_field]]
+            special = {label_field, id_field, weight_field}
+            if nested:
+                if len(names) - len(special & where.keys()) != 1:
+                    return None  # other top-level keys beside the features object
+                xs = columns[where[features_field]]
+            else:
+                if decoder.shape == "nested":
+                    return None
+                x_names = tuple(n for n in names if n not in special)
+                x_columns = [columns[where[n]] for n in x_names]
+        elif nested or decoder.shape == "nested":
+            return None
+        else:
+            # the objects are ours (parsed for this batch): pop as EventDecoder does
+            ys = [o.pop(label_field, None) for o in objs]
+            if id_field is not None:
+                ids = [o.pop(id_field, None) for o in objs]
+            if weight_field is not None:
+                raw_ws = [o.pop(weight_field, None) for o in objs]
+            nested = True  # the features are now whole objects, as when nested
+        if nested:
+            if set(map(type, xs)) != {dict}:
+                return None
+            x_names = tuple(xs[0])
+            if not all(map(x_names.__eq__, map(tuple, xs))):
+                return None
+            x_columns = list(zip(*[x.values() for x in xs]))  # noqa: B905 (same keys)
+        if not x_names:
+            return None
+        if not _SCALARS.issuperset(map(type, ys)):
+            return None
+        if ids is not None:
+            if not _SCALARS.issuperset(map(type, ids)):
+                return None
+            if ids.count(None) == b:
+                ids = None
+        ws: Sequence[float] | None = None
+        if raw_ws is not None and raw_ws.count(None) < b:
+            if None in raw_ws:
+                raw_ws = [1.0 if w is None else w for w in raw_ws]
+            if not _NUMBERS.issuperset(map(type, raw_ws)):
+                return None
+            if not all(w > 0 and w - w == 0 for w in raw_ws):
+                return None  # the general path names the bad weight
+            ws = raw_ws
+        return x_names, x_columns, ys, ids, ws
 
     def _process_batched(self, records: list[Record]) -> None:
         """The batch path: runs of ordinary events go through ``predict_learn_many``.

@@ -1,0 +1,143 @@
+"""The engine's column path (whole uniform batches through ``predict_learn_columns``)
+against its general path: the same prediction records byte for byte, the same model,
+the same evaluation, on every event shape the column path accepts, and a fallback
+that changes nothing for the batches it does not accept."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from connectors.files import FileSink, FileSource
+from connectors.memory import ListSource, MemorySink
+from stream_nb import (
+    Engine,
+    EventDecoder,
+    GaussianNB,
+    NaiveBayes,
+    PrequentialEvaluator,
+)
+from stream_nb.datasets import agrawal, mixed_stream
+
+
+def _run(lines: list[bytes], make: Any, *, columns: bool, **kwargs: Any) -> tuple[Any, ...]:
+    learner = make()
+    taken = [0]
+    kernel = learner.predict_learn_columns
+
+    def counting(*args: Any) -> Any:
+        out = kernel(*args)
+        taken[0] += out is not None
+        return out
+
+    learner.predict_learn_columns = counting
+    sink = MemorySink()
+    evaluator = PrequentialEvaluator(window=50)
+    engine = Engine(
+        learner,
+        ListSource(lines),
+        sink,
+        dead_letters=MemorySink(),
+        evaluator=evaluator,
+        batch_size=200,
+        **kwargs,
+    )
+    engine._columns_ok = engine._columns_ok and columns
+    summary = engine.run()
+    return sink.values(), learner.to_state(), evaluator.report(), summary, taken[0]
+
+
+def _both(lines: list[bytes], make: Any = NaiveBayes, **kwargs: Any) -> int:
+    fast = _run(lines, make, columns=True, **kwargs)
+    slow = _run(lines, make, columns=False, **kwargs)
+    assert fast[0] == slow[0]  # every prediction record, byte for byte
+    assert fast[1] == slow[1]  # the model
+    assert fast[2] == slow[2]  # the evaluation
+    assert fast[3].outcomes == slow[3].outcomes
+    assert fast[3].rejected == slow[3].rejected
+    assert slow[4] == 0
+    return int(fast[4])
+
+
+def _agrawal_lines(n: int, seed: int = 1) -> list[bytes]:
+    return [orjson.dumps({**x, "y": y}) for x, y in agrawal(seed, n)]
+
+
+def test_flat_agrawal_takes_the_column_path() -> None:
+    assert _both(_agrawal_lines(2000)) >= 8
+
+
+def test_nested_events_with_ids_weights_and_string_labels() -> None:
+    rng = random.Random(4)
+    lines = [
+        orjson.dumps({"id": f"e{i}", "x": x, "y": f"class-{y}", "w": rng.choice([1, 0.5, 2.0])})
+        for i, (x, y) in enumerate(mixed_stream(2, 1500, classes=3))
+    ]
+    assert _both(lines) >= 5
+
+
+def test_unlabelled_events_are_predicted_only() -> None:
+    rng = random.Random(5)
+    lines = []
+    for x, y in agrawal(3, 2000):
+        event = dict(x)
+        if rng.random() > 0.2:
+            event["y"] = y
+        lines.append(orjson.dumps(event))
+    assert _both(lines) >= 5
+
+
+def test_gaussian_nb_with_top_k() -> None:
+    lines = [
+        orjson.dumps({"a": rng_value, "b": (i * 7919) % 113 / 7.0, "y": i % 3})
+        for i, rng_value in enumerate(random.Random(6).gauss(0, 1) for _ in range(1500))
+    ]
+    assert _both(lines, GaussianNB, top_k=2) >= 5
+
+
+def test_a_bad_line_sends_its_batch_to_the_general_path() -> None:
+    lines = _agrawal_lines(2000, seed=2)
+    lines[900] = b'{"salary": "not json'
+    lines[1300] = b'{"salary": [1, 2], "y": 0}'
+    lines[1700] = b""
+    assert _both(lines) >= 2  # the batches without a bad line (after the retry back-off)
+
+
+def test_events_whose_keys_differ_use_the_general_path() -> None:
+    lines = []
+    for i, (x, y) in enumerate(agrawal(4, 1000)):
+        event = {**x, "y": y}
+        if i % 2:
+            event = dict(reversed(event.items()))  # same features, another key order
+        lines.append(orjson.dumps(event))
+    assert _both(lines) == 0
+
+
+@pytest.mark.parametrize("shape", ["flat", "nested"])
+def test_decoder_shapes(shape: str) -> None:
+    if shape == "flat":
+        lines = _agrawal_lines(1000, seed=5)
+    else:
+        lines = [orjson.dumps({"x": x, "y": y}) for x, y in agrawal(5, 1000)]
+    decoder = EventDecoder(shape=shape)  # type: ignore[arg-type]
+    assert _both(lines, decoder=decoder) >= 3
+
+
+def test_file_to_file(tmp_path: Any) -> None:
+    """The unkeyed sink (one write_many per batch) and file positions."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(_agrawal_lines(3000, seed=6)) + b"\n")
+    outputs = []
+    for columns in (True, False):
+        dst = tmp_path / f"out-{columns}.jsonl"
+        engine = Engine(NaiveBayes(), FileSource(src), FileSink(dst), batch_size=500)
+        engine._columns_ok = engine._columns_ok and columns
+        engine.run()
+        outputs.append(dst.read_bytes())
+    assert outputs[0] == outputs[1]
+    records = [orjson.loads(line) for line in outputs[0].splitlines()]
+    assert [r["position"]["line"] for r in records] == list(range(1, 3001))
+    assert records[-1]["n_learned"] == 2999
