@@ -420,11 +420,20 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="describe a snapshot",
         description="Print a snapshot (file, or newest valid one of a directory) as JSON: "
-        "learner, classes and counts, features, size, most informative features, positions.",
+        "learner, classes and counts, features, size, most informative features (one "
+        "score per learner family, see stream_nb.informative), the dependence structure "
+        "of TAN/KDB/SPODE, positions.",
         formatter_class=_Formatter,
     )
     _flag(ins, "--snapshot", metavar="PATH", help="snapshot file or checkpoint directory")
-    _flag(ins, "--top", type=_nonneg_int, default=10, help="most informative features to list")
+    _flag(
+        ins,
+        "--top",
+        type=_nonneg_int,
+        default=10,
+        metavar="N",
+        help="most informative features to list (0: none)",
+    )
     _add_log_flags(ins)
 
     ins.set_defaults(subparser=ins)
@@ -990,39 +999,18 @@ def _nan(value: Any) -> float:
 
 
 def _informative_features(learner: Learner, top: int) -> list[dict[str, Any]]:
-    """Most informative (feature, value) pairs: max over class pairs of
-    ``log P(x_f = v | a) − log P(x_f = v | b)``, computed by ablation on a one-feature event."""
+    """The ``top`` most informative features, best first.
+
+    A learner's own ``most_informative_features(top)`` method wins; otherwise
+    :func:`stream_nb.informative.informative_features` (one documented score
+    per learner family, from the model's statistics).
+    """
     own = getattr(learner, "most_informative_features", None)
     if callable(own):
         return list(own(top))
-    counts = getattr(learner, "_counts", None)
-    if not isinstance(counts, dict) or top == 0:
-        return []
-    base = learner._joint_log_likelihood({})
-    out = []
-    for feature, values in counts.items():
-        if not isinstance(values, dict):
-            continue
-        for value in values:
-            if not isinstance(value, Hashable):
-                continue
-            jll = learner._joint_log_likelihood({feature: value})
-            ratios = {c: jll[c] - base[c] for c in jll if c in base}
-            if len(ratios) < 2:
-                continue
-            hi = max(ratios, key=ratios.__getitem__)
-            lo = min(ratios, key=ratios.__getitem__)
-            out.append(
-                {
-                    "feature": feature,
-                    "value": value,
-                    "favours": hi,
-                    "against": lo,
-                    "log_ratio": ratios[hi] - ratios[lo],
-                }
-            )
-    out.sort(key=lambda r: -r["log_ratio"])
-    return out[:top]
+    from stream_nb.informative import informative_features
+
+    return informative_features(learner, top)
 
 
 def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -1037,7 +1025,9 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         print(f"stream-nb inspect: {exc}", file=sys.stderr)
         return 1
     prior = stream_nb.base.log_softmax(learner._joint_log_likelihood({}))
-    class_weight = getattr(learner, "_class_weight", None)
+    # semi-naive learners keep their single counts in a CategoricalNB inside their store
+    base = getattr(getattr(learner, "_store", None), "nb", learner)
+    class_weight = getattr(base, "_class_weight", None)
     labels, weights = getattr(learner, "_labels", None), getattr(learner, "_cw", None)
     if (
         not isinstance(class_weight, dict)
@@ -1053,7 +1043,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         classes.append(entry)
     features: set[Any] = set()
     for attribute in ("_kinds", "_features", "_present", "_counts"):
-        found = getattr(learner, attribute, None)
+        found = getattr(base, attribute, None)
         if isinstance(found, (dict, list)):
             features.update(found)
     out = {
@@ -1066,6 +1056,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         "classes": classes,
         "features": sorted(features, key=str),
         "most_informative_features": _informative_features(learner, args.top),
+        "structure": _structure(learner),
         "source_position": body.get("source"),
         "sink_position": body.get("sink"),
         "counters": body.get("counters"),
@@ -1076,6 +1067,13 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     }
     _emit_report(out, "-", sys.stdout)
     return 0
+
+
+def _structure(learner: Learner) -> dict[str, Any] | None:
+    """Parents of each feature (TAN, KDB, SPODE); ``None`` for the other learners."""
+    from stream_nb.informative import structure
+
+    return structure(learner)
 
 
 def _report_of(state: Any) -> Any:
