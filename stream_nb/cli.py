@@ -34,7 +34,14 @@ import stream_nb
 from connectors.registry import open_sink, open_source
 from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError, StreamNBError
 from stream_nb.base import Learner
-from stream_nb.engine import Checkpointer, DelayedLabelCache, Engine, ErrorPolicy, EventDecoder
+from stream_nb.engine import (
+    Checkpointer,
+    DelayedLabelCache,
+    Engine,
+    ErrorPolicy,
+    EventDecoder,
+    tune_gc,
+)
 from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
 
 __all__ = ["build_parser", "main"]
@@ -748,6 +755,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 f"use --model {type(initial).__name__}"
             )
         engine.learner = initial
+    tune_gc()  # after the model is loaded: it is frozen out of future collections
     server = None
     if address is not None and metrics is not None:
         from stream_nb.metrics import serve_metrics

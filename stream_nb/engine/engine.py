@@ -606,29 +606,43 @@ class Engine:
         labels, log_proba, best = result
         predictions = list(map(labels.__getitem__, best.tolist()))
         rows = log_proba.tolist()
-        log_probas: list[dict[Hashable, float]]
-        if len(labels) == 2:
-            first, second = labels
-            log_probas = [{first: u, second: v} for u, v in rows]
-        else:
-            log_probas = [dict(zip(labels, r, strict=True)) for r in rows]
         top_k = self.top_k
-        shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
-        positions = [r.position for r in records]
+        log_probas: list[dict[Hashable, float]] | None = None
         out: list[dict[str, Any]]
-        if ids is None and n_labelled == b:
-            out = [
-                {"position": p, "y_pred": yp, "y_true": y, "log_proba": lp, "n_learned": n}
-                for p, yp, y, lp, n in zip(  # noqa: B905 (same length)
-                    positions, predictions, ys, shown, range(n_before, n_before + b)
-                )
-            ]
+        if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
+            # The common case in one comprehension: no id, every event labelled.
+            learned = range(n_before, n_before + b)
+            if len(labels) == 2:
+                first, second = labels
+                out = [
+                    {
+                        "position": r[1],
+                        "y_pred": yp,
+                        "y_true": y,
+                        "log_proba": {first: u, second: v},
+                        "n_learned": n,
+                    }
+                    for r, yp, y, (u, v), n in zip(records, predictions, ys, rows, learned)  # noqa: B905
+                ]
+            else:
+                out = [
+                    {
+                        "position": r[1],
+                        "y_pred": yp,
+                        "y_true": y,
+                        "log_proba": dict(zip(labels, row)),  # noqa: B905
+                        "n_learned": n,
+                    }
+                    for r, yp, y, row, n in zip(records, predictions, ys, rows, learned)  # noqa: B905
+                ]
         else:
+            log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
+            shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
             out = []
             n = n_before
             for i, y in enumerate(ys):
                 record_out: dict[str, Any] = {} if ids is None or ids[i] is None else {"id": ids[i]}
-                record_out["position"] = positions[i]
+                record_out["position"] = records[i].position
                 record_out["y_pred"] = predictions[i]
                 if y is not None:
                     record_out["y_true"] = y
@@ -678,13 +692,16 @@ class Engine:
                 ys_l = [y for y in ys if y is not None]
                 log_proba, best = log_proba[mask], best[mask]
                 predictions = [p for p, m in zip(predictions, mask) if m]  # noqa: B905
-                log_probas = [lp for lp, m in zip(log_probas, mask) if m]  # noqa: B905
+                rows = [row for row, m in zip(rows, mask) if m]  # noqa: B905
+                log_probas = None
             else:
                 ys_l = list(ys)
             update_arrays = getattr(evaluator, "update_arrays", None)
             if update_arrays is not None:
                 update_arrays(ys_l, labels, log_proba, best)
             else:
+                if log_probas is None:
+                    log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
                 evaluator.update_many(ys_l, predictions, log_probas)
         t_end = perf()
         latencies: list[float] = []

@@ -141,3 +141,49 @@ def test_file_to_file(tmp_path: Any) -> None:
     records = [orjson.loads(line) for line in outputs[0].splitlines()]
     assert [r["position"]["line"] for r in records] == list(range(1, 3001))
     assert records[-1]["n_learned"] == 2999
+
+
+class _DictEvaluator:
+    """An evaluator without ``update_arrays``: the column path hands it dictionaries."""
+
+    def __init__(self) -> None:
+        self.inner = PrequentialEvaluator(window=50)
+        self.calls = 0
+
+    def update(self, y: Any, y_pred: Any, log_proba: Any) -> None:
+        self.inner.update(y, y_pred, log_proba)
+
+    def update_many(self, ys: Any, preds: Any, log_probas: Any) -> None:
+        self.calls += 1
+        for y, p, lp in zip(ys, preds, log_probas, strict=True):
+            self.inner.update(y, p, lp)
+
+    def report(self) -> Any:
+        return self.inner.report()
+
+    def to_state(self) -> Any:
+        return self.inner.to_state()
+
+    def from_state(self, state: Any) -> None:
+        self.inner.from_state(state)
+
+
+def test_an_evaluator_without_update_arrays_gets_the_same_events() -> None:
+    rng = random.Random(8)
+    lines = []
+    for x, y in agrawal(7, 1500):
+        event = dict(x)
+        if rng.random() > 0.1:
+            event["y"] = y
+        lines.append(orjson.dumps(event))
+    reports = []
+    for columns in (True, False):
+        evaluator = _DictEvaluator()
+        engine = Engine(
+            NaiveBayes(), ListSource(lines), MemorySink(), evaluator=evaluator, batch_size=300
+        )
+        engine._columns_ok = engine._columns_ok and columns
+        engine.run()
+        reports.append(evaluator.report())
+    assert reports[0] == reports[1]
+    assert reports[0]["cumulative"]["n"] == sum(b'"y"' in line for line in lines)
