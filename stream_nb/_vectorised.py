@@ -52,22 +52,59 @@ _MIN_EPSILON = 1e-300
 
 _NUMBERS = frozenset((int, float))
 
+#: A feature's value -> code map starts afresh beyond this many values.
+_MAX_CODES = 1 << 16
+
 Result = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 #: ``(labels, log_proba, best)``: the classes, the B × K log posteriors, the decisions' columns
 ColumnResult = tuple[list[Hashable], np.ndarray, np.ndarray]
 
 
-def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
-    """Row ``i`` holds the sum of rows ``0..i-1`` (rows of zeros for ``i = 0``)."""
+def _exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Along ``axis``, entry ``i`` holds the sum of entries ``0..i-1`` (zeros for ``i = 0``)."""
     out = np.empty_like(a)
-    out[0] = 0.0
-    np.cumsum(a[:-1], axis=0, out=out[1:])
+    if axis == 0:
+        out[0] = 0.0
+        np.cumsum(a[:-1], axis=0, out=out[1:])
+    else:  # axis 1
+        out[:, 0] = 0.0
+        np.cumsum(a[:, :-1], axis=1, out=out[:, 1:])
     return out
+
+
+#: Up to this many classes, row-wise maxima and sums loop over the columns: numpy's
+#: reductions over a short last axis cost ~10x more than a few whole-column operations.
+_COLUMN_LOOP_CLASSES = 16
+
+
+def _row_max_argmax(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's maximum and the column of its first maximum (as ``argmax``)."""
+    if a.shape[1] > _COLUMN_LOOP_CLASSES:
+        return a.max(axis=1), a.argmax(axis=1)
+    top = a[:, 0].copy()
+    best = np.zeros(len(a), dtype=np.intp)
+    for k in range(1, a.shape[1]):
+        column = a[:, k]
+        best[column > top] = k  # strictly greater: ties keep the first column
+        np.maximum(top, column, out=top)
+    return top, best
+
+
+def _row_sum(a: np.ndarray) -> np.ndarray:
+    """Each row's sum, adding the columns left to right."""
+    if a.shape[1] > _COLUMN_LOOP_CLASSES:
+        return a.sum(axis=1)
+    total = a[:, 0].copy()
+    for k in range(1, a.shape[1]):
+        total += a[:, k]
+    return total
 
 
 def _grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Row ``i``: the sum of rows ``l < i`` with ``codes[l] == codes[i]``."""
-    order = np.argsort(codes, kind="stable")
+    # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
+    keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
+    order = np.argsort(keys, kind="stable")
     sorted_codes = codes[order]
     sums = _exclusive_cumsum(a[order])
     # subtract, in each group, the running sum reached at the group's first row
@@ -158,15 +195,14 @@ def gaussian_predict_learn_columns(
         if len(col) != b or not set(map(type, col)) <= _NUMBERS:  # one C-level pass
             return None
     try:
-        x = np.array(g_cols, dtype=np.float64).T  # B × F
+        x = np.array(g_cols, dtype=np.float64)  # F × B
     except (OverflowError, ValueError, TypeError):
         return None  # e.g. an int beyond the float range: the per-event path says so
     if not np.isfinite(x).all():
         return None
     cat_values = [columns[where[f]] for f in categorical]
-    for col in cat_values:
-        if len(col) != b or None in col:
-            return None
+    if any(len(col) != b for col in cat_values):
+        return None
     # class index of every event (-1: unlabelled, predicted only)
     try:
         if None in ys:
@@ -191,56 +227,76 @@ def gaussian_predict_learn_columns(
     onehot = np.zeros((b, n_classes))
     onehot[rows_l, k_l] = w_l  # B × K learning weights
 
-    # --- categorical codes, checked before any statistic changes
-    cat_codes: list[tuple[list[Any], np.ndarray]] = []
-    for col in cat_values:
+    # --- categorical codes, checked before any statistic changes. Codes come from a
+    # value -> code map kept on the model across batches (not a statistic: never
+    # saved, and a stale code only names a value, whose counts are read afresh).
+    vocabularies = model.__dict__.get("_kernel_codes")
+    if vocabularies is None:
+        vocabularies = model.__dict__["_kernel_codes"] = {}
+    cat_codes: list[tuple[list[Any], np.ndarray, list[int]]] = []
+    for f, col in zip(categorical, cat_values, strict=True):
+        vocabulary = vocabularies.get(f)
+        if vocabulary is None or len(vocabulary[1]) > _MAX_CODES:
+            vocabulary = vocabularies[f] = ({}, [])
+        codes, code_values = vocabulary
         try:
-            distinct_values = list(dict.fromkeys(col))  # first-occurrence order
-        except TypeError:
-            return None  # unhashable value: the per-event path names it
-        codes = dict(zip(distinct_values, range(len(distinct_values)), strict=True))
-        cat_codes.append(
-            (distinct_values, np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b))
-        )
+            code_arr = np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b)
+        except (KeyError, TypeError):
+            # new values (never None: a missing value sends the batch to the per-event path)
+            try:
+                fresh = [value for value in dict.fromkeys(col) if value not in codes]
+            except TypeError:
+                return None  # unhashable value: the per-event path names it
+            if any(value is None for value in fresh):
+                return None
+            for value in fresh:
+                codes[value] = len(code_values)
+                code_values.append(value)
+            code_arr = np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b)
+        in_batch = np.flatnonzero(np.bincount(code_arr, minlength=len(code_values))).tolist()
+        cat_codes.append((code_values, code_arr, in_batch))
 
     model._g_sync()  # materialise lazily kept weights and variances
-    n0 = np.array(model._n)  # K × F
-    mean0 = np.array(model._mean)
-    m20 = np.array(model._m2)
+    # Feature-major layout (F × B × K): the sums over features are then over the
+    # leading axis, which numpy does far faster than over a short last axis.
+    n0 = np.array(model._n).T  # F × K
+    mean0 = np.array(model._mean).T
+    m20 = np.array(model._m2).T
     gn0 = np.array(model._gn)  # F
     gmean0 = np.array(model._gmean)
     gm20 = np.array(model._gm2)
     cw0 = np.array(model._cw)
 
-    # --- per-class Gaussian statistics before every event: B × K × F
-    d = x[:, None, :] - mean0[None, :, :]
-    wd = onehot[:, :, None] * d
-    s1 = _exclusive_cumsum(wd)
-    s2 = _exclusive_cumsum(wd * d)
+    # --- per-class Gaussian statistics before every event: F × B × K
+    d = x[:, :, None] - mean0[:, None, :]
+    wd = onehot[None, :, :] * d
+    s1 = _exclusive_cumsum(wd, axis=1)
+    s2 = _exclusive_cumsum(wd * d, axis=1)
     wc = _exclusive_cumsum(onehot)  # B × K
-    n = n0[None, :, :] + wc[:, :, None]
-    mean = mean0[None, :, :] + s1 / n
-    var = (m20[None, :, :] + s2 - s1 * s1 / n) / n
-    # --- global statistics (ε): B × F
-    gd = x - gmean0[None, :]
-    wl = onehot.sum(axis=1)  # learning weight of every event (0 if unlabelled)
-    gwd = wl[:, None] * gd
-    gs1 = _exclusive_cumsum(gwd)
-    gs2 = _exclusive_cumsum(gwd * gd)
-    gn = gn0[None, :] + _exclusive_cumsum(wl)[:, None]
-    gvar = (gm20[None, :] + gs2 - gs1 * gs1 / gn) / gn
-    maxvar = gvar.max(axis=1)
+    n = n0[:, None, :] + wc[None, :, :]
+    mean = mean0[:, None, :] + s1 / n
+    var = (m20[:, None, :] + s2 - s1 * s1 / n) / n
+    # --- global statistics (ε): F × B
+    gd = x - gmean0[:, None]
+    wl = np.where(labelled, w, 0.0)  # learning weight of every event (0 if unlabelled)
+    gwd = wl[None, :] * gd
+    gs1 = _exclusive_cumsum(gwd, axis=1)
+    gs2 = _exclusive_cumsum(gwd * gd, axis=1)
+    learned_before = _exclusive_cumsum(wl)  # B
+    gn = gn0[:, None] + learned_before[None, :]
+    gvar = (gm20[:, None] + gs2 - gs1 * gs1 / gn) / gn
+    maxvar = gvar.max(axis=0)
     if not (maxvar > 0.0).all():
         return None  # all features constant at some point: the per-event path
     eps = np.maximum(model.var_smoothing * maxvar, _MIN_EPSILON)
-    v = var + eps[:, None, None]
-    diff = x[:, None, :] - mean
-    jll = -0.5 * (len(gaussian) * LOG_2PI + np.log(v).sum(axis=2) + (diff * diff / v).sum(axis=2))
+    v = var + eps[None, :, None]
+    diff = x[:, :, None] - mean
+    jll = -0.5 * (len(gaussian) * LOG_2PI + np.log(v).sum(axis=0) + (diff * diff / v).sum(axis=0))
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if model._fit_prior:
         alpha = model._prior_alpha
         cw = cw0[None, :] + wc
-        den = model._total + wc.sum(axis=1) + n_classes * alpha
+        den = model._total + learned_before + n_classes * alpha
         jll += np.log(cw + alpha) - np.log(den)[:, None]
     else:
         jll -= math.log(n_classes)
@@ -254,22 +310,22 @@ def gaussian_predict_learn_columns(
         # All features at once: value codes made global (feature offsets), the events'
         # one-hot class weights stacked once per feature, and N_{y,f,v} before every
         # event as the start count plus a grouped exclusive cumsum over the batch.
-        sizes = [len(dv) for dv, _ in cat_codes]
+        sizes = [len(code_values) for code_values, _, _ in cat_codes]
         offsets = np.cumsum([0, *sizes[:-1]]).tolist()
         codes_all = np.concatenate(
-            [code_arr + offset for (_, code_arr), offset in zip(cat_codes, offsets, strict=True)]
+            [code_arr + offset for (_, code_arr, _), offset in zip(cat_codes, offsets, strict=True)]
         )
         start = np.zeros((sum(sizes), n_classes))
         pres0 = np.empty((n_cat, n_classes))
         smoothing = np.empty((n_cat, b, 1))
-        for j, (f, (distinct_values, code_arr), offset) in enumerate(
+        for j, (f, (code_values, code_arr, present_codes), offset) in enumerate(
             zip(categorical, cat_codes, offsets, strict=True)
         ):
             values = counts[f]
             by_class = present[f]
             unseen = []  # codes of values the model has not learned yet
-            for c, value in enumerate(distinct_values):
-                vc = values.get(value)
+            for c in present_codes:
+                vc = values.get(code_values[c])
                 if vc is not None:
                     start[offset + c] = [vc.get(y, 0.0) for y in labels]
                 else:
@@ -277,7 +333,7 @@ def gaussian_predict_learn_columns(
             pres0[j] = [by_class.get(y, 0.0) for y in labels]
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
-                is_new = np.zeros(len(distinct_values), dtype=bool)
+                is_new = np.zeros(len(code_values), dtype=bool)
                 is_new[unseen] = True
                 learned_new = np.flatnonzero(labelled & is_new[code_arr])
                 _, first = np.unique(code_arr[learned_new], return_index=True)
@@ -298,23 +354,22 @@ def gaussian_predict_learn_columns(
             ).reshape(-1, n_classes)
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
-    top = jll.max(axis=1)
-    lse = top + np.log(np.exp(jll - top[:, None]).sum(axis=1))
+    top, best = _row_max_argmax(jll)
+    lse = top + np.log(_row_sum(np.exp(jll - top[:, None])))
     log_proba = jll - lse[:, None]
-    best = jll.argmax(axis=1)
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
     wk = onehot.sum(axis=0)  # K
-    t1 = s1[-1] + wd[-1]
-    t2 = s2[-1] + wd[-1] * d[-1]
-    n_end = n0 + wk[:, None]
-    model._n = n_end.tolist()
-    model._mean = (mean0 + t1 / n_end).tolist()
-    model._m2 = (m20 + t2 - t1 * t1 / n_end).tolist()
-    g1 = gs1[-1] + gwd[-1]
-    g2 = gs2[-1] + gwd[-1] * gd[-1]
-    gn_end = gn[-1] + wl[-1]
+    t1 = s1[:, -1] + wd[:, -1]  # F × K
+    t2 = s2[:, -1] + wd[:, -1] * d[:, -1]
+    n_end = n0 + wk[None, :]
+    model._n = n_end.T.tolist()
+    model._mean = (mean0 + t1 / n_end).T.tolist()
+    model._m2 = (m20 + t2 - t1 * t1 / n_end).T.tolist()
+    g1 = gs1[:, -1] + gwd[:, -1]
+    g2 = gs2[:, -1] + gwd[:, -1] * gd[:, -1]
+    gn_end = gn[:, -1] + wl[-1]
     model._gn = gn_end.tolist()
     model._gmean = (gmean0 + g1 / gn_end).tolist()
     model._gm2 = (gm20 + g2 - g1 * g1 / gn_end).tolist()
@@ -333,7 +388,7 @@ def gaussian_predict_learn_columns(
                 total += wi
     model._total = total
     model._g_derive()
-    for f, col, (distinct_values, _), offset in zip(
+    for f, col, (code_values, _, _), offset in zip(
         categorical, cat_values, cat_codes, offsets if categorical else (), strict=True
     ):
         by_class = model._present[f]
@@ -342,10 +397,10 @@ def gaussian_predict_learn_columns(
         if value_totals is not None:
             for y, c in class_weights:
                 by_class[y] = by_class.get(y, 0.0) + c
-            totals = value_totals[offset : offset + len(distinct_values)]
+            totals = value_totals[offset : offset + len(code_values)]
             nz_values, nz_classes = np.nonzero(totals)
             items = [
-                (distinct_values[c], labels[k], float(t))
+                (code_values[c], labels[k], float(t))
                 for c, k, t in zip(
                     nz_values.tolist(),
                     nz_classes.tolist(),

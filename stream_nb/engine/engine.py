@@ -26,6 +26,7 @@ import enum
 import gc
 import logging
 import math
+import operator
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -284,6 +285,7 @@ class Engine:
         # dictionary per event; _try_columns checks the learner batch by batch.
         self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
         self._columns_skip = 0  # batches left before the column path is tried again
+        self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
         self._columns_misses = 0
 
     # ------------------------------------------------------------------ hooks
@@ -612,8 +614,9 @@ class Engine:
         if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
             # The common case in one comprehension: no id, every event labelled.
             learned = range(n_before, n_before + b)
-            if len(labels) == 2:
-                first, second = labels
+            keys = self._json_keys(labels)  # the text JSON gives the labels as keys
+            if len(keys) == 2:
+                first, second = keys
                 out = [
                     {
                         "position": r[1],
@@ -630,7 +633,7 @@ class Engine:
                         "position": r[1],
                         "y_pred": yp,
                         "y_true": y,
-                        "log_proba": dict(zip(labels, row)),  # noqa: B905
+                        "log_proba": dict(zip(keys, row)),  # noqa: B905
                         "n_learned": n,
                     }
                     for r, yp, y, row, n in zip(records, predictions, ys, rows, learned)  # noqa: B905
@@ -659,7 +662,7 @@ class Engine:
             # string '"' is escaped, so the cut is exact unless a record holds an
             # array of objects (a custom position), which the line count catches.
             try:
-                blob = orjson.dumps(out, option=self._dump_option)
+                blob = orjson.dumps(out, option=0 if log_probas is None else self._dump_option)
             except TypeError:  # non-string class labels as keys: switch for good
                 self._dump_option = _OPT_NON_STR
                 blob = orjson.dumps(out, option=self._dump_option)
@@ -966,6 +969,17 @@ class Engine:
             latencies=(),
         )
 
+    def _json_keys(self, labels: list[Hashable]) -> list[Hashable]:
+        """The labels as the strings JSON shows as object keys (``OPT_NON_STR_KEYS``'s text),
+        or the labels themselves if two would show the same (then orjson converts)."""
+        cached = self._label_keys
+        if cached is not None and cached[0] == labels:
+            return cached[1]
+        shown = list(orjson.loads(orjson.dumps(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
+        keys: list[Hashable] = list(shown) if len(shown) == len(labels) else list(labels)
+        self._label_keys = (list(labels), keys)
+        return keys
+
     def _columns_of(
         self, objs: list[dict[str, Any]]
     ) -> (
@@ -1005,9 +1019,9 @@ class Engine:
         raw_ws: Sequence[Any] | None = None
         x_columns: list[Sequence[Any]]
         xs: Sequence[Any] = objs
-        if all(map(names.__eq__, map(tuple, objs))):
+        columns = _columns(objs, names)
+        if columns is not None:
             where = {name: j for j, name in enumerate(names)}
-            columns = list(zip(*[o.values() for o in objs]))  # noqa: B905 (same keys)
             ys = columns[where[label_field]] if label_field in where else (None,) * b
             if id_field in where:
                 ids = columns[where[id_field]]
@@ -1037,9 +1051,10 @@ class Engine:
             if set(map(type, xs)) != {dict}:
                 return None
             x_names = tuple(xs[0])
-            if not all(map(x_names.__eq__, map(tuple, xs))):
+            x_cols = _columns(xs, x_names)
+            if x_cols is None:
                 return None
-            x_columns = list(zip(*[x.values() for x in xs]))  # noqa: B905 (same keys)
+            x_columns = x_cols
         if not x_names:
             return None
         if not _SCALARS.issuperset(map(type, ys)):
@@ -1415,6 +1430,21 @@ class Engine:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now
                 metrics.record_model_size(self.learner.model_size())
+
+
+def _columns(
+    dicts: Sequence[dict[str, Any]], names: tuple[str, ...]
+) -> list[Sequence[Any]] | None:
+    """``dicts`` as columns in ``names`` order, or ``None`` unless each has exactly those keys
+    (in any order)."""
+    if not names or set(map(len, dicts)) != {len(names)}:
+        return None
+    try:
+        if len(names) == 1:
+            return [tuple(map(operator.itemgetter(names[0]), dicts))]
+        return list(zip(*map(operator.itemgetter(*names), dicts)))  # noqa: B905 (same keys)
+    except KeyError:
+        return None
 
 
 def _reason(exc: Exception, default: str) -> str:

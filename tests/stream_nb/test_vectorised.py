@@ -113,6 +113,13 @@ def test_unusual_batches_fall_back() -> None:
     assert gaussian_predict_learn_many(model, [{"a": 1.0}, *xs[1:]], ys, ws) is None  # keys
     assert gaussian_predict_learn_many(model, [{"a": None, "b": "x"}, *xs[1:]], ys, ws) is None
     assert gaussian_predict_learn_many(model, [{"a": True, "b": "x"}, *xs[1:]], ys, ws) is None
+    # categorical: missing, or a new value and then an unhashable one
+    assert (
+        gaussian_predict_learn_many(model, [*xs[:5], {"a": 1.0, "b": None}, *xs[6:]], ys, ws)
+        is None
+    )
+    odd = [{"a": 1.0, "b": "new"}, {"a": 2.0, "b": ["unhashable"]}, *xs[2:]]
+    assert gaussian_predict_learn_many(model, odd, ys, ws) is None
     assert gaussian_predict_learn_many(model, xs[:10], ys[:10], ws[:10]) is None  # small
     huge = [{"a": 10**400, "b": "x"}, *xs[1:]]
     assert gaussian_predict_learn_many(model, huge, ys, ws) is None  # not a float
