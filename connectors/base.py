@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 from typing import Any, NamedTuple
 
-__all__ = ["Record", "Sink", "Source"]
+__all__ = ["LineBlock", "Record", "Sink", "Source"]
 
 
 class Record(NamedTuple):
@@ -62,6 +62,42 @@ class Record(NamedTuple):
     key: bytes | None = None
     timestamp: float | None = None
     headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class LineBlock(NamedTuple):
+    """Consecutive lines of a line source, without one :class:`Record` per line.
+
+    Line ``first + i`` of the source starts at byte ``offsets[i]`` and holds
+    ``payloads[i]``. Sources that read lines offer ``next_block`` beside
+    :meth:`Source.next_batch`; the engine's column path reads whole blocks.
+
+    Examples
+    --------
+    >>> block = LineBlock([b'{"a": 1}', b'{"a": 2}'], 3, [40, 49])
+    >>> [r.position for r in block.records()]
+    [{'line': 3, 'offset': 40}, {'line': 4, 'offset': 49}]
+    """
+
+    payloads: list[bytes]
+    first: int
+    offsets: list[int]
+
+    def positions(self) -> list[dict[str, Any]]:
+        """The position of every line, as its :class:`Record` would carry it."""
+        return [
+            {"line": line, "offset": offset}
+            for line, offset in zip(  # noqa: B905 (same length)
+                range(self.first, self.first + len(self.offsets)), self.offsets
+            )
+        ]
+
+    def records(self) -> list[Record]:
+        """One :class:`Record` per line."""
+        new = tuple.__new__
+        return [
+            new(Record, (payload, position, None, None, ()))
+            for payload, position in zip(self.payloads, self.positions())  # noqa: B905
+        ]
 
 
 class Source(abc.ABC):

@@ -26,7 +26,7 @@ import time
 from itertools import accumulate
 from typing import Any
 
-from connectors.base import Record, Sink, Source
+from connectors.base import LineBlock, Record, Sink, Source
 from stream_nb._exceptions import ConfigError, SinkError, SourceError
 
 __all__ = ["FileSink", "FileSource", "StdinSource", "StreamSink"]
@@ -37,8 +37,6 @@ _BLOCK_BYTES = 1 << 18
 _FOLLOW_POLL_SECONDS = 0.05
 #: Bytes buffered by sinks before an ``os.write``.
 _BUFFER_BYTES = 1 << 16
-#: Builds a Record from its five fields without NamedTuple.__new__'s Python-level call.
-_new_record = tuple.__new__
 
 
 def _check_limit(max_line_bytes: Any) -> int:
@@ -62,8 +60,10 @@ class _LineSource(Source):
         self._reset(0, 0)
 
     def _reset(self, line: int, offset: int) -> None:
-        self._ready: list[Record] = []
-        self._cursor = 0
+        # the lines split but not handed out yet: payloads and start offsets (their
+        # line numbers are consecutive, ending at self._line)
+        self._payloads: list[bytes] = []
+        self._offsets: list[int] = []
         self._line = line  # lines split so far
         self._start = offset  # offset where the current partial line starts
         self._buf = b""  # partial line (not over the limit)
@@ -88,24 +88,16 @@ class _LineSource(Source):
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts:
-            first = self._line + 1
             lengths = list(map(len, parts))
-            # offsets[i]: where line i starts; offsets[-1]: where the next one starts
+            # offsets[i]: where line i starts; the last one: where the next line starts
             offsets = list(accumulate(map((1).__add__, lengths), initial=self._start))
+            self._start = offsets.pop()
             limit = self._max
             if max(lengths) > limit:
                 parts = [part[: limit + 1] for part in parts]
-            new = _new_record
-            self._ready.extend(
-                [
-                    new(Record, (part, {"line": line, "offset": offset}, None, None, ()))
-                    for part, line, offset in zip(  # noqa: B905 (offsets is one longer)
-                        parts, range(first, first + len(parts)), offsets
-                    )
-                ]
-            )
+            self._payloads += parts
+            self._offsets += offsets
             self._line += len(parts)
-            self._start = offsets[-1]
         if len(tail) > self._max:
             self._discarding = True
             self._prefix = tail[: self._max + 1]
@@ -116,7 +108,8 @@ class _LineSource(Source):
 
     def _finish_long(self) -> None:
         self._line += 1
-        self._ready.append(Record(self._prefix, {"line": self._line, "offset": self._start}))
+        self._payloads.append(self._prefix)
+        self._offsets.append(self._start)
         self._start += self._skipped
         self._discarding = False
         self._prefix = b""
@@ -128,7 +121,8 @@ class _LineSource(Source):
             self._finish_long()
         elif self._buf:
             self._line += 1
-            self._ready.append(Record(self._buf, {"line": self._line, "offset": self._start}))
+            self._payloads.append(self._buf)
+            self._offsets.append(self._start)
             self._start += len(self._buf)
             self._buf = b""
         self._eof = True
@@ -158,33 +152,37 @@ class _LineSource(Source):
 
     # ------------------------------------------------------------------ Source
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
+        block = self.next_block(max_records, timeout)
+        return [] if block is None else block.records()
+
+    def next_block(self, max_records: int, timeout: float) -> LineBlock | None:
+        """:meth:`next_batch` as one :class:`~connectors.base.LineBlock` (no per-line
+        :class:`Record`), or ``None`` when nothing came."""
         deadline = time.monotonic() + timeout
-        while len(self._ready) - self._cursor < max_records and not self._eof:
+        payloads = self._payloads
+        while len(payloads) < max_records and not self._eof:
             # Block only while nothing is ready; otherwise take what is available now.
-            have = self._cursor < len(self._ready)
-            wait = 0.0 if have else max(0.0, deadline - time.monotonic())
-            if not self._fill(wait) and (
-                self._cursor < len(self._ready) or time.monotonic() >= deadline
-            ):
+            wait = 0.0 if payloads else max(0.0, deadline - time.monotonic())
+            if not self._fill(wait) and (payloads or time.monotonic() >= deadline):
                 break
-        start = self._cursor
-        stop = min(len(self._ready), start + max_records)
-        if stop == start:
-            return []
-        batch = self._ready[start:stop]
-        if stop < len(self._ready):  # the source position: where the next record starts
-            following = self._ready[stop].position
-            self._pos_line, self._pos_offset = following["line"] - 1, following["offset"]
+        stop = min(len(payloads), max_records)
+        if stop == 0:
+            return None
+        first = self._line - len(payloads) + 1
+        offsets = self._offsets
+        block = LineBlock(payloads[:stop], first, offsets[:stop])
+        if stop < len(payloads):  # the source position: where the next line starts
+            self._pos_line, self._pos_offset = first + stop - 1, offsets[stop]
         else:
             self._pos_line, self._pos_offset = self._line, self._start
-        # Drop what was handed out: ready records stay under one batch plus one block.
-        del self._ready[:stop]
-        self._cursor = 0
-        return batch
+        # Drop what was handed out: ready lines stay under one batch plus one block.
+        del payloads[:stop]
+        del offsets[:stop]
+        return block
 
     @property
     def exhausted(self) -> bool:
-        return self._eof and self._cursor >= len(self._ready)
+        return self._eof and not self._payloads
 
     def position(self) -> dict[str, Any]:
         return {"line": self._pos_line, "offset": self._pos_offset}

@@ -6,6 +6,8 @@ submodules.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from stream_nb._exceptions import (
     CheckpointError,
     ConfigError,
@@ -32,12 +34,34 @@ from stream_nb.engine import (
 )
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
 from stream_nb.gaussian import GaussianNB
-from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
 from stream_nb.mixed import NaiveBayes
 from stream_nb.multinomial import MultinomialNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
+if TYPE_CHECKING:
+    from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
+
 __version__ = "0.1.0"
+
+#: Imported on first use: prometheus-client and http.server cost ~35 ms of start-up,
+#: which a daemon without --metrics-address does not need.
+_LAZY = {
+    "EngineMetrics": "stream_nb.metrics",
+    "MetricsServer": "stream_nb.metrics",
+    "serve_metrics": "stream_nb.metrics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stream_nb' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AODE",

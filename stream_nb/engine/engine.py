@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from connectors.base import Record, Sink, Source
+from connectors.base import LineBlock, Record, Sink, Source
 from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
 from stream_nb.base import Learner
 from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
@@ -456,12 +456,11 @@ class Engine:
             want = self.batch_size if remaining is None else min(self.batch_size, remaining)
             if want <= 0:
                 break
-            records = source.next_batch(want, self.poll_timeout)
-            if records:
-                self._process(records)
+            got = self._next(source, want)
+            if got:
                 if remaining is not None:
-                    remaining -= len(records)
-                if len(records) < want:
+                    remaining -= got
+                if got < want:
                     # Caught up with the source: show the output now (no fsync).
                     self._push()
             elif source.exhausted:
@@ -534,18 +533,42 @@ class Engine:
         if self.metrics is not None:
             self.metrics.record_dead_letter(reason)
 
+    def _next(self, source: Source, want: int) -> int:
+        """Read and process one batch of at most ``want`` records; how many came."""
+        next_block = getattr(source, "next_block", None)
+        if next_block is not None and self._columns_wanted():
+            # a line source: the column path reads the lines without a Record each
+            block = next_block(want, self.poll_timeout)
+            if block is None:
+                return 0
+            if not self._columns_done(block.payloads, None, block):
+                self._process_general(block.records())
+            return len(block.payloads)
+        records = source.next_batch(want, self.poll_timeout)
+        if records:
+            self._process(records)
+        return len(records)
+
     def _process(self, records: list[Record]) -> None:
+        if self._columns_wanted() and self._columns_done(
+            [r.payload for r in records], records, None
+        ):
+            return
+        self._process_general(records)
+
+    def _process_general(self, records: list[Record]) -> None:
         if self.explain or self.error_policy is ErrorPolicy.RAISE:
             # explanations read the model at prediction time; "raise" stops at the
             # first bad event, before the events after it are learned
             self._process_each(records)
-        elif self._columns_ok and self._try_columns(records):
-            return
         else:
             self._process_batched(records)
 
-    def _try_columns(self, records: list[Record]) -> bool:
-        """Run the column path; after a miss, retry only after a growing number of batches."""
+    def _columns_wanted(self) -> bool:
+        """Whether this batch should try the column path (after a miss, the next ones
+        skip it for a growing number of batches)."""
+        if not self._columns_ok or self.explain or self.error_policy is ErrorPolicy.RAISE:
+            return False
         learner = self.learner
         wrapped = getattr(learner, "__dict__", {})
         if (
@@ -558,14 +581,21 @@ class Engine:
         if self._columns_skip:
             self._columns_skip -= 1
             return False
-        if self._process_columns(records):
+        return True
+
+    def _columns_done(
+        self, payloads: list[bytes], records: list[Record] | None, block: LineBlock | None
+    ) -> bool:
+        if self._process_columns(payloads, records, block):
             self._columns_misses = 0
             return True
         self._columns_misses += 1
         self._columns_skip = min(_COLUMNS_MAX_SKIP, 2 ** min(self._columns_misses, 8) - 1)
         return False
 
-    def _process_columns(self, records: list[Record]) -> bool:
+    def _process_columns(
+        self, payloads: list[bytes], records: list[Record] | None, block: LineBlock | None
+    ) -> bool:
         """The column path: a whole batch of uniform events through the learner's array kernel.
 
         Taken when every record of the batch is a valid JSON object with the
@@ -578,7 +608,6 @@ class Engine:
         for any other batch, which then takes the general path.
         """
         decoder = self.decoder
-        payloads = [r.payload for r in records]
         if len(payloads) < _COLUMNS_MIN_BATCH or max(map(len, payloads)) > decoder.max_bytes:
             return False
         perf = time.perf_counter
@@ -607,45 +636,52 @@ class Engine:
         t_emit = perf()
         labels, log_proba, best = result
         predictions = list(map(labels.__getitem__, best.tolist()))
-        rows = log_proba.tolist()
         top_k = self.top_k
         log_probas: list[dict[Hashable, float]] | None = None
         out: list[dict[str, Any]]
+        if records is not None:
+            positions = [r[1] for r in records]
+        else:
+            assert block is not None
+            positions = block.positions()
         if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
             # The common case in one comprehension: no id, every event labelled.
             learned = range(n_before, n_before + b)
             keys = self._json_keys(labels)  # the text JSON gives the labels as keys
             if len(keys) == 2:
                 first, second = keys
+                us, vs = log_proba.T.tolist()  # two columns: no list per event
                 out = [
                     {
-                        "position": r[1],
+                        "position": p,
                         "y_pred": yp,
                         "y_true": y,
                         "log_proba": {first: u, second: v},
                         "n_learned": n,
                     }
-                    for r, yp, y, (u, v), n in zip(records, predictions, ys, rows, learned)  # noqa: B905
+                    for p, yp, y, u, v, n in zip(positions, predictions, ys, us, vs, learned)  # noqa: B905
                 ]
             else:
+                rows = log_proba.tolist()
                 out = [
                     {
-                        "position": r[1],
+                        "position": p,
                         "y_pred": yp,
                         "y_true": y,
                         "log_proba": dict(zip(keys, row)),  # noqa: B905
                         "n_learned": n,
                     }
-                    for r, yp, y, row, n in zip(records, predictions, ys, rows, learned)  # noqa: B905
+                    for p, yp, y, row, n in zip(positions, predictions, ys, rows, learned)  # noqa: B905
                 ]
         else:
+            rows = log_proba.tolist()
             log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
             shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
             out = []
             n = n_before
             for i, y in enumerate(ys):
                 record_out: dict[str, Any] = {} if ids is None or ids[i] is None else {"id": ids[i]}
-                record_out["position"] = records[i].position
+                record_out["position"] = positions[i]
                 record_out["y_pred"] = predictions[i]
                 if y is not None:
                     record_out["y_true"] = y
@@ -666,9 +702,9 @@ class Engine:
             except TypeError:  # non-string class labels as keys: switch for good
                 self._dump_option = _OPT_NON_STR
                 blob = orjson.dumps(out, option=self._dump_option)
-            block = blob[1:-1].replace(b'},{"', b'}\n{"')
-            if block.count(b"\n") == b - 1:
-                sink.write_lines(block)
+            text = blob[1:-1].replace(b'},{"', b'}\n{"')
+            if text.count(b"\n") == b - 1:
+                sink.write_lines(text)
             else:
                 keyed = True
         if keyed:
@@ -680,8 +716,8 @@ class Engine:
                 option = self._dump_option = _OPT_NON_STR
                 lines = [dumps(o, option=option) for o in out]
             if getattr(sink, "uses_keys", True):
-                for i, (record, line) in enumerate(zip(records, lines)):  # noqa: B905
-                    key = record.key
+                for i, line in enumerate(lines):
+                    key = None if records is None else records[i].key
                     if key is None and ids is not None and ids[i] is not None:
                         key = str(ids[i]).encode()
                     sink.write(line, key=key)
@@ -695,7 +731,6 @@ class Engine:
                 ys_l = [y for y in ys if y is not None]
                 log_proba, best = log_proba[mask], best[mask]
                 predictions = [p for p, m in zip(predictions, mask) if m]  # noqa: B905
-                rows = [row for row, m in zip(rows, mask) if m]  # noqa: B905
                 log_probas = None
             else:
                 ys_l = list(ys)
@@ -704,7 +739,7 @@ class Engine:
                 update_arrays(ys_l, labels, log_proba, best)
             else:
                 if log_probas is None:
-                    log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
+                    log_probas = [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()]
                 evaluator.update_many(ys_l, predictions, log_probas)
         t_end = perf()
         latencies: list[float] = []
@@ -715,7 +750,8 @@ class Engine:
             sampled = (self.consumed + b) // every - self.consumed // every
             latencies = [t_end - batch_start] * sampled
         self._finish_batch(
-            records,
+            b,
+            None if records is None else _last_timestamp(records),
             batch_start,
             n_pred=b,
             n_only=b - n_labelled,
@@ -955,7 +991,8 @@ class Engine:
         else:
             stage_seconds = {}
         self._finish_batch(
-            records,
+            len(records),
+            _last_timestamp(records),
             batch_start,
             n_pred=n_pred,
             n_only=n_only,
@@ -1345,7 +1382,8 @@ class Engine:
                 update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
                 evaluate_seconds = perf() - t5
         self._finish_batch(
-            records,
+            len(records),
+            _last_timestamp(records),
             batch_start,
             n_pred=counts["pred"],
             n_only=counts["only"],
@@ -1368,7 +1406,8 @@ class Engine:
 
     def _finish_batch(
         self,
-        records: list[Record],
+        consumed: int,
+        last_ts: float | None,
         batch_start: float,
         *,
         n_pred: int,
@@ -1383,12 +1422,6 @@ class Engine:
         latencies: Iterable[float],
     ) -> None:
         """Counters, outcomes and metrics of one processed batch."""
-        consumed = len(records)
-        last_ts: float | None = None
-        for record in reversed(records):
-            if record.timestamp is not None:
-                last_ts = record.timestamp
-                break
         self.consumed += consumed
         self._since_checkpoint += consumed
         self.predictions += n_pred
@@ -1432,9 +1465,7 @@ class Engine:
                 metrics.record_model_size(self.learner.model_size())
 
 
-def _columns(
-    dicts: Sequence[dict[str, Any]], names: tuple[str, ...]
-) -> list[Sequence[Any]] | None:
+def _columns(dicts: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[Sequence[Any]] | None:
     """``dicts`` as columns in ``names`` order, or ``None`` unless each has exactly those keys
     (in any order)."""
     if not names or set(map(len, dicts)) != {len(names)}:
@@ -1445,6 +1476,14 @@ def _columns(
         return list(zip(*map(operator.itemgetter(*names), dicts)))  # noqa: B905 (same keys)
     except KeyError:
         return None
+
+
+def _last_timestamp(records: list[Record]) -> float | None:
+    """The newest source timestamp of a batch (``None`` if the source has none)."""
+    for record in reversed(records):
+        if record.timestamp is not None:
+            return record.timestamp
+    return None
 
 
 def _reason(exc: Exception, default: str) -> str:

@@ -175,3 +175,21 @@ def test_file_sink_on_a_device_is_neither_fsynced_nor_truncated():
     assert sink.position() is None
     sink.truncate({"bytes": 0})  # nothing to do, no error
     sink.close()
+
+
+def test_next_block_matches_next_batch(tmp_path, monkeypatch):
+    """Blocks (the engine's column path) carry the same lines, positions and source
+    position as records, also across an over-long line."""
+    monkeypatch.setattr(files, "_BLOCK_BYTES", 7)
+    lines = [b'{"a":1}', b"y" * 40, b"", b'{"b":2}', b"tail"]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    by_records, by_blocks = FileSource(path, max_line_bytes=16), FileSource(path, max_line_bytes=16)
+    while not by_records.exhausted:
+        records = by_records.next_batch(2, 0.01)
+        block = by_blocks.next_block(2, 0.01)
+        assert block is not None and block.records() == records
+        assert [r.position for r in records] == block.positions()
+        assert by_records.position() == by_blocks.position()
+    assert by_blocks.exhausted and by_blocks.next_block(2, 0.01) is None
+    assert by_blocks.position() == {"line": 5, "offset": path.stat().st_size}

@@ -5,6 +5,7 @@ that changes nothing for the batches it does not accept."""
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -106,14 +107,38 @@ def test_a_bad_line_sends_its_batch_to_the_general_path() -> None:
     assert _both(lines) >= 2  # the batches without a bad line (after the retry back-off)
 
 
-def test_events_whose_keys_differ_use_the_general_path() -> None:
+def test_events_whose_features_differ_use_the_general_path() -> None:
     lines = []
     for i, (x, y) in enumerate(agrawal(4, 1000)):
         event = {**x, "y": y}
         if i % 2:
-            event = dict(reversed(event.items()))  # same features, another key order
+            event["extra"] = "z"  # another feature set in every other event
         lines.append(orjson.dumps(event))
     assert _both(lines) == 0
+
+
+def test_key_order_does_not_matter() -> None:
+    """Objects with the same keys in another order are read in the first one's order."""
+    lines = []
+    for i, (x, y) in enumerate(agrawal(9, 1500)):
+        event = {**x, "y": y}
+        if i % 2:
+            event = dict(reversed(event.items()))
+        lines.append(orjson.dumps(event))
+    fast = _run(lines, NaiveBayes, columns=True)
+    slow = _run(lines, NaiveBayes, columns=False)
+    assert fast[4] >= 5
+    for a, b in zip(fast[0], slow[0], strict=True):
+        ra, rb = orjson.loads(a), orjson.loads(b)
+        assert ra["position"] == rb["position"] and ra["n_learned"] == rb["n_learned"]
+        for label, value in rb["log_proba"].items():
+            assert math.isclose(ra["log_proba"][label], value, rel_tol=1e-9, abs_tol=1e-9)
+    model_fast = NaiveBayes.from_state(fast[1])  # the same statistics (sum order aside)
+    model_slow = NaiveBayes.from_state(slow[1])
+    probe = dict(next(iter(agrawal(10, 1)))[0])
+    for label, value in model_slow.predict_log_proba_one(probe).items():
+        got = model_fast.predict_log_proba_one(probe)[label]
+        assert math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9)
 
 
 @pytest.mark.parametrize("shape", ["flat", "nested"])
