@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -407,6 +406,15 @@ def test_no_change_baseline_crosses_the_window_edge() -> None:
     assert r["kappa_t"] == pytest.approx((1 - 0.5) / (1 - 0.5))
 
 
+def test_faded_weights_that_underflow_to_zero() -> None:
+    # λ = 1e-200: a class absent for two events has a faded weight of exactly 0.0
+    events: list[Event] = [("a", "a", {}), ("b", "a", {}), ("b", "b", {}), ("b", "b", {})]
+    ev = feed(PrequentialEvaluator(fading_factor=1e-200), events)
+    r = ev.report()["fading"]
+    assert r["macro_f1"] == 1.0  # only "b" is left; "a" (weight 0) is no class of the view
+    assert r["accuracy"] == pytest.approx(1.0)
+
+
 def test_no_prediction_is_never_correct() -> None:
     ev = PrequentialEvaluator()
     ev.update("a", None, {})
@@ -607,13 +615,14 @@ def test_unhashable_labels_leave_the_evaluator_unchanged() -> None:
     assert ev.to_state() == before
 
 
-def test_window_entries_are_a_bounded_deque() -> None:
+def test_window_entries_are_bounded() -> None:
     ev = feed(PrequentialEvaluator(window=3), random_stream(4, 50))
-    entries = ev._entries
-    assert isinstance(entries, deque) and len(entries) == 3
+    assert len(ev._ring) == 3 and len(ev.to_state()["window_entries"]) == 3
+    assert len(ev._ring.arrays[0]) <= 64
 
 
 # ---------------------------------------------------------------------- update_many
+# (update_arrays and more batch cases: tests/stream_nb/test_evaluation_batch.py)
 def _state_repr(ev: PrequentialEvaluator) -> bytes:
     # repr keeps the float bits and the int/float distinction that == would blur
     return repr((ev.to_state(), ev.report())).encode()
