@@ -319,7 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[p.value for p in ErrorPolicy],
         help="what to do with a bad event",
     )
-    _flag(g, "--batch-size", type=_positive_int, default=512, help="records per batch")
+    _flag(
+        g,
+        "--batch-size",
+        type=_positive_int,
+        default=1024,
+        help="most records per batch (fewer when fewer are waiting)",
+    )
     _add_event_flags(run)
     _add_model_flags(run)
     g = run.add_argument_group("predictions")

@@ -703,7 +703,8 @@ class Engine:
                 self._dump_option = _OPT_NON_STR
                 blob = orjson.dumps(out, option=self._dump_option)
             text = blob[1:-1].replace(b'},{"', b'}\n{"')
-            if text.count(b"\n") == b - 1:
+            # (a line block's positions hold two ints: no array, nothing to count)
+            if block is not None or text.count(b"\n") == b - 1:
                 sink.write_lines(text)
             else:
                 keyed = True

@@ -440,7 +440,7 @@ def test_every_flag_has_an_environment_variable_in_help():
                 assert f"env {env}" in action.help, (name, flag)
                 assert "default:" in action.help, (name, flag)
     text = " ".join(cli("run", "--help").stdout.decode().split())
-    assert "STREAM_NB_CHECKPOINT_DIR" in text and "default: 512" in text
+    assert "STREAM_NB_CHECKPOINT_DIR" in text and "default: 1024" in text
 
 
 # ---------------------------------------------------------------------- other commands
