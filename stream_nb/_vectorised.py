@@ -33,6 +33,7 @@ classes without statistics for some feature, all-constant features.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -240,7 +241,7 @@ def gaussian_predict_learn_columns(
             vocabulary = vocabularies[f] = ({}, [])
         codes, code_values = vocabulary
         try:
-            code_arr = np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b)
+            code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
         except (KeyError, TypeError):
             # new values (never None: a missing value sends the batch to the per-event path)
             try:
@@ -252,7 +253,7 @@ def gaussian_predict_learn_columns(
             for value in fresh:
                 codes[value] = len(code_values)
                 code_values.append(value)
-            code_arr = np.fromiter(map(codes.__getitem__, col), dtype=np.intp, count=b)
+            code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
         in_batch = np.flatnonzero(np.bincount(code_arr, minlength=len(code_values))).tolist()
         cat_codes.append((code_values, code_arr, in_batch))
 
