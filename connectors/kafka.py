@@ -62,9 +62,15 @@ from connectors.base import Record, Sink, Source
 from stream_nb._exceptions import ConfigError, SinkError, SourceError
 
 try:
-    from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
-    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka import (
+        AsyncConsumerRebalanceListener,
+        KafkaConsumer,
+        KafkaProducer,
+        OffsetAndMetadata,
+        TopicPartition,
+    )
     from kafka.errors import CommitFailedError, KafkaError
+    from kafka.future import Future as _KafkaFuture
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "the Kafka connector needs kafka-python; install the 'kafka' extra: "
@@ -134,19 +140,21 @@ def _connected(client: Any) -> bool:
         return True
 
 
-class _Listener(ConsumerRebalanceListener):
-    """Rebalance listener: local work only (it runs on the client's IO thread)."""
+class _Listener(AsyncConsumerRebalanceListener):
+    """Rebalance listener. kafka-python 3.x awaits it on the client's IO thread, inside the
+    main thread's ``poll`` (which blocks until the rebalance is done), and keeps sending
+    heartbeats while it is suspended; blocking calls from the IO thread raise."""
 
     def __init__(self, source: KafkaSource) -> None:
         self._source = source
 
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self._source._on_revoked(set(revoked), "revoked")
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._source._on_revoked_async(set(revoked))
 
-    def on_partitions_lost(self, lost: Any) -> None:
-        self._source._on_revoked(set(lost), "lost")
+    async def on_partitions_lost(self, lost: Any) -> None:
+        self._source._on_revoked(set(lost), "lost", settled=False)
 
-    def on_partitions_assigned(self, assigned: Any) -> None:
+    async def on_partitions_assigned(self, assigned: Any) -> None:
         self._source._on_assigned(set(assigned))
 
 
@@ -235,8 +243,8 @@ class KafkaSource(Source):
         self._positions: dict[TopicPartition, int] = {}
         # partitions assigned by the group, and those whose committed offset is unchecked
         self._assigned: set[TopicPartition] = set()
-        # partition -> snapshot offset it was positioned at (None: committed/reset)
-        self._unchecked: dict[TopicPartition, int | None] = {}
+        # partition -> snapshot offset it was positioned at, not yet compared with the commit
+        self._unchecked: dict[TopicPartition, int] = {}
         #: ``{"assigned": n, "revoked": n, "lost": n}`` rebalance callbacks seen.
         self.rebalances: dict[str, int] = {"assigned": 0, "revoked": 0, "lost": 0}
         #: Events re-read below the group's committed offset (snapshot older than commit).
@@ -247,19 +255,84 @@ class KafkaSource(Source):
         self._metrics: _KafkaMetrics | None = None
         # transactional mode (model sync / exactly-once): committed offsets win
         self._sync: KafkaSync | None = None
-        self._revoked_since_poll = False
+        self._engine: Any = None
+        # set while the main thread waits in poll(): rebalances run only then, with the
+        # engine between batches (every record handed out is processed)
+        self._in_poll = False
+        # transactional mode: partitions left without a commit (lost, or a failed revoke)
+        self._needs_rollback = False
+        # every record handed out has been processed (a batch hook ran since): a clean stop
+        # may publish a last sync delta
+        self._clean = True
         self._bootstrap = bootstrap_servers
         self._options = dict(options)
         self._consumer.subscribe(self.topics, listener=_Listener(self))
 
     # ------------------------------------------------------------ rebalance (IO thread)
-    def _on_revoked(self, partitions: set[TopicPartition], event: str) -> None:
+    async def _on_revoked_async(self, partitions: set[TopicPartition]) -> None:
+        """On revoke, checkpoint and commit what was processed before the partitions move.
+
+        A rebalance runs only inside the main thread's ``poll`` (kafka-python drives the
+        group join from there), so the engine is between batches. The blocking work
+        (flush, snapshot, commit; or a sync transaction) runs on a helper thread while
+        this coroutine waits for it: kafka-python keeps heartbeating meanwhile, and the
+        group cannot finish the rebalance, so no other member fetches these partitions'
+        committed offsets before the commit is done.
+        """
+        settled = False
+        if partitions and self._in_poll and self._engine is not None:
+            settled = await self._in_thread(self._settle)
+        self._on_revoked(partitions, "revoked", settled=settled)
+
+    async def _in_thread(self, work: Any) -> bool:
+        """Run ``work()`` on a helper thread and wait for it without blocking the IO loop."""
+        net = getattr(self._consumer, "_net", None)  # kafka-python 3.0's IO loop
+        if net is None or not hasattr(net, "call_soon_threadsafe"):  # pragma: no cover
+            return False
+        done = _KafkaFuture()
+
+        def run() -> None:
+            try:
+                ok = bool(work())
+            except Exception:
+                _log.exception("checkpoint on partition revoke failed")
+                ok = False
+
+            def finish() -> None:  # on the IO thread, which then resumes the listener
+                done.success(ok)
+
+            net.call_soon_threadsafe(finish)
+
+        threading.Thread(target=run, name="stream-nb-revoke", daemon=True).start()
+        return bool(await done)
+
+    def _settle(self) -> bool:
+        """Make everything processed durable and committed (helper thread, main parked).
+
+        Returns whether the assigned partitions' offsets are now committed up to the
+        records handed out.
+        """
+        if self._sync is not None:
+            return self._sync.settle()
+        engine = self._engine
+        if engine is None or engine.checkpointer is None:
+            return False
+        failures = self.commit_failures
+        engine.checkpoint()  # flush sinks, snapshot, then commit (KafkaSource.commit)
+        return self.commit_failures == failures
+
+    def _on_revoked(self, partitions: set[TopicPartition], event: str, *, settled: bool) -> None:
         with self._lock:
             self._assigned -= partitions
             for tp in partitions:
                 self._unchecked.pop(tp, None)
+                if settled:
+                    # Committed up to here: whoever owns it next (this worker included)
+                    # starts from the commit, not from an older snapshot position.
+                    self._positions.pop(tp, None)
             self.rebalances[event] += 1
-            self._revoked_since_poll = True
+            if partitions and not settled and self._sync is not None:
+                self._needs_rollback = True
         if self._metrics is not None:
             self._metrics.rebalance(event)
 
@@ -269,14 +342,14 @@ class KafkaSource(Source):
             self.rebalances["assigned"] += 1
             for tp in partitions:
                 offset = None if self._sync is not None else self._positions.get(tp)
-                self._unchecked[tp] = offset
                 if offset is not None:
+                    self._unchecked[tp] = offset
                     self._consumer.seek(tp, offset)  # local: safe on the IO thread
         if self._metrics is not None:
             self._metrics.rebalance("assigned")
 
     # ------------------------------------------------------------ main loop
-    def _check_committed(self, partitions: dict[TopicPartition, int | None]) -> None:
+    def _check_committed(self, partitions: dict[TopicPartition, int]) -> None:
         """Compare the snapshot's offsets with the group's (blocking: main thread only)."""
         for tp, mine in partitions.items():
             try:
@@ -288,9 +361,7 @@ class KafkaSource(Source):
                 with self._lock:
                     if self._unchecked.get(tp, -1) == mine:
                         del self._unchecked[tp]
-            if committed is None or mine is None:
-                continue
-            if committed.offset > mine:
+            if committed is not None and committed.offset > mine:
                 # The snapshot wins: the model learned exactly up to ``mine``.
                 self.replayed += committed.offset - mine
                 if self._metrics is not None:
@@ -304,14 +375,19 @@ class KafkaSource(Source):
             with self._lock:
                 pending = dict(self._unchecked)
             self._check_committed(pending)
-        polled = self._consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
-        if self._revoked_since_poll:
+        self._in_poll = True
+        try:
+            polled = self._consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        finally:
+            self._in_poll = False
+        if self._needs_rollback:
             with self._lock:
-                self._revoked_since_poll = False
+                self._needs_rollback = False
             if self._sync is not None:
-                # Work since the last transaction may cover partitions now owned by
-                # another worker, who restarts them from the committed offsets: drop
-                # it, and this poll's records too, and resume from the committed offsets.
+                # Partitions left without a commit (lost, or the sync on revoke failed):
+                # the work since the last transaction may cover partitions now owned by
+                # another worker, who restarts them from the committed offsets. Drop it,
+                # and this poll's records too, and resume from the committed offsets.
                 self._sync.rollback(reseek=True)
                 return []
         out: list[Record] = []
@@ -330,6 +406,8 @@ class KafkaSource(Source):
                 )
             if messages:
                 positions[tp] = messages[-1].offset + 1
+        if out:
+            self._clean = False
         if self._metrics is not None:
             self._metrics.observe_source(self)
         return out
@@ -430,15 +508,30 @@ class KafkaSource(Source):
         self._metrics = _KafkaMetrics(registry)
 
     def attach_engine(self, engine: Any) -> None:
-        """Called by the CLI before ``engine.restore()``: starts model sync / exactly-once
-        (:class:`KafkaSync`) when the URL asked for it (``sync_topic``, ``exactly_once``)."""
+        """Called by the CLI before ``engine.restore()``: lets a revoke checkpoint the engine
+        and commit, and starts model sync / exactly-once (:class:`KafkaSync`) when the URL
+        asked for it (``sync_topic``, ``exactly_once``)."""
+        if self._engine is not None:
+            return
+        self._engine = engine
+        engine.add_batch_hook(self._after_batch)
         if self._sync_config is not None and self._sync is None:
             sync = KafkaSync(self, **self._sync_config)
             sync.attach(engine)
 
+    def _after_batch(self, engine: Any) -> None:
+        self._clean = True  # the engine processed every record handed out
+
     def close(self) -> None:
-        """Leave the group without committing (offsets follow snapshots only)."""
+        """Leave the group without committing (offsets follow snapshots only).
+
+        With model sync, a clean stop (every record handed out processed) first runs a
+        last sync transaction, so the other workers get this worker's last delta and
+        its partitions move on from the offsets it reached.
+        """
         if self._sync is not None:
+            if self._clean:
+                self._sync.final_sync()
             self._sync.close()
         try:
             self._consumer.close(autocommit=False)
@@ -585,11 +678,18 @@ class DeltaTracker:
     """
 
     def __init__(self, learner: Any) -> None:
+        self.learner: Any = learner
+        self.delta: Any = None
+        self.weight = 0.0
         self.adopt(learner)
 
-    def adopt(self, learner: Any) -> None:
-        """Track ``learner`` from now on, with an empty delta."""
-        delta = learner.clone()
+    def adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
+        """Track ``learner`` from now on, with an empty delta (or, with ``keep_delta``, the
+        current one: the new learner already holds what it learned)."""
+        if keep_delta:
+            delta, weight = self.delta, self.weight
+        else:
+            delta, weight = learner.clone(), 0.0
         learn_main = type(learner).learn_one.__get__(learner)
         learn_delta = delta.learn_one
         tracker = self
@@ -621,7 +721,7 @@ class DeltaTracker:
                 return out
 
             learner.predict_learn_many = predict_learn_many
-        self.learner, self.delta, self.weight = learner, delta, 0.0
+        self.learner, self.delta, self.weight = learner, delta, weight
 
     def cut(self) -> tuple[Any, float]:
         """``(delta, weight)`` learned since the previous cut; a new delta starts."""
@@ -631,8 +731,12 @@ class DeltaTracker:
 
     @staticmethod
     def apply(model: Any, delta: Any, weight: float) -> None:
-        """Add ``delta`` (which learned total weight ``weight``) to ``model`` in place."""
-        from stream_nb.base import _RENORMALISE_BELOW, Learner
+        """Add ``delta`` (which learned total weight ``weight``) to ``model`` in place.
+
+        ``model.merge`` is the learner's own: TAN and KDB rebuild their structure from
+        the merged statistics there.
+        """
+        from stream_nb.base import _RENORMALISE_BELOW
 
         half_life = model.half_life
         if half_life is not None and weight > 0:
@@ -642,7 +746,7 @@ class DeltaTracker:
                 model._rescale(scale)
                 scale = 1.0
             model._scale = scale
-        Learner.merge(model, delta)
+        model.merge(delta)
 
 
 SYNC_FORMAT = "stream-nb/kafka-sync"
@@ -656,31 +760,41 @@ class KafkaSync:
     (a *delta*, keyed by worker id and a sequence number) to the sync topic,
     together with the group offsets of those events (``send_offsets_to_transaction``)
     and, with ``exactly_once``, the predictions and dead letters of the same events.
-    Then the deltas other workers committed are merged (counts add; Welford
-    moments combine by Chan's formula — :meth:`Learner.merge`), and a snapshot is
-    written. Each worker so converges to the model of the whole stream.
+    Then the worker reads the sync topic to its end and folds every delta it has not
+    folded yet — its own included — into its *base* model, in the topic's order
+    (counts add; Welford moments combine by Chan's formula; :meth:`Learner.merge`).
+
+    The base is therefore the same fold of the same sequence on every worker: all
+    workers hold the same base statistics (bit for bit, as the same operations run in
+    the same order), TAN/KDB the same structure (rebuilt from the merged statistics
+    at every fold step), and with ``half_life`` the same decayed model — the model of
+    the stream taken in sync-topic order. The engine's model (*main*) is the base plus
+    this worker's own deltas not read back yet plus what it learned since its last
+    transaction; it is rebuilt that way after every fold.
 
     The delta is kept generically: a second learner of the same class
-    (``learner.clone()``) learns the same events and is replaced by a fresh one
-    after each transaction. The snapshot stores, besides the engine's model, the
-    *base*: the model as of the last committed transaction, the sync-topic
-    offsets and the last sequence number merged from every worker; restoring
-    loads the base, so no delta is merged twice and no event is learned twice:
+    (``learner.clone()``) learns the same events (:class:`DeltaTracker`). The snapshot
+    stores, besides the engine's model, the base, the sync-topic offsets and the last
+    sequence number folded from every worker; restoring loads the base, so no delta
+    is folded twice and no event is learned twice:
 
     * the group's committed offsets win over the snapshot's (an event's offset is
       committed exactly when its delta is), so uncommitted work is redone from
       the committed offsets, by whichever worker owns the partition then;
     * a worker that crashed after a transaction but before its snapshot finds its
-      own newer deltas in the sync topic and merges them back;
-    * on a rebalance (revoked or lost partitions) or a failed transaction the
-      worker drops its uncommitted work and returns to the base.
+      own newer deltas in the sync topic and folds them;
+    * on revoke the worker runs a sync transaction before the partitions move
+      (:meth:`settle`); on lost partitions, or when that transaction fails, it drops
+      its uncommitted work and returns to the base (:meth:`rollback`);
+    * a clean stop runs a last transaction (:meth:`final_sync`).
 
     Parameters
     ----------
     source
         The group's :class:`KafkaSource`.
     topic
-        The sync topic (one partition suffices; created if missing).
+        The sync topic (one partition, so every worker reads the same order; created
+        if missing).
     interval
         Seconds between transactions (the sync interval T).
     exactly_once
@@ -688,15 +802,6 @@ class KafkaSync:
         ``read_committed`` consumer sees each prediction exactly once.
     **producer_options
         Extra kafka-python producer options (security settings …).
-
-    Notes
-    -----
-    With ``half_life`` a merged delta first decays the receiving model by
-    ``γ^W`` (``W`` the delta's weight, see :class:`DeltaTracker`), so every
-    model decays with the weight learned by all workers. Replaying a worker's
-    own deltas is exact; across workers the models equal a single daemon's up
-    to the order of events within one sync interval (forgetting depends on
-    order), so they are approximations there, not exact.
     """
 
     def __init__(
@@ -716,10 +821,16 @@ class KafkaSync:
         self.exactly_once = exactly_once
         self._producer_options = producer_options
         self._producer: Any = None
+        #: Last sequence number this worker published.
         self.seq = 0
+        #: Last sequence number folded into the base, by worker (this one included).
         self.merged: dict[str, int] = {}
         self.sync_offsets: dict[int, int] = {}
-        self.base_state: dict[str, Any] | None = None
+        #: The fold of the sync topic up to :attr:`sync_offsets`.
+        self.base: Any = None
+        self._base_state: dict[str, Any] | None = None
+        # own deltas published but not read back yet: (seq, delta, weight)
+        self._pending: list[tuple[int, Any, float]] = []
         #: Deltas published / merged from other workers (for metrics and tests).
         self.sent = 0
         self.merged_deltas = 0
@@ -791,7 +902,7 @@ class KafkaSync:
         engine.add_extra_state("kafka_sync", self._provide, self._restore)
         engine.add_batch_hook(self._on_batch)
         self._adopt(engine.learner)
-        self.base_state = engine.learner.to_state()
+        self._set_base(engine.learner.to_state())
         if self.exactly_once:
             for sink in (engine.sink, engine.dead_letters):
                 if sink is None:
@@ -804,13 +915,41 @@ class KafkaSync:
                 sink._sync = self
                 self._sinks.append(sink)
 
-    def _adopt(self, learner: Any) -> None:
-        """Make ``learner`` the main model, teeing each learned event into a fresh delta."""
+    def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
+        """Make ``learner`` the main model, teeing each learned event into the delta."""
         if self._tracker is None:
             self._tracker = DeltaTracker(learner)
         else:
-            self._tracker.adopt(learner)
+            self._tracker.adopt(learner, keep_delta=keep_delta)
         self._main = learner
+
+    @property
+    def base_state(self) -> dict[str, Any]:
+        """The base as state (cached until the next fold)."""
+        if self._base_state is None:
+            self._base_state = self.base.to_state()
+        return self._base_state
+
+    def _set_base(self, state: dict[str, Any]) -> None:
+        from stream_nb.base import Learner
+
+        self.base = Learner.from_state(state)
+        self._base_state = state
+
+    def _refresh_main(self, *, keep_local: bool) -> None:
+        """main := base + own deltas not read back yet (+ the local delta, kept)."""
+        from stream_nb.base import Learner
+
+        tracker = self._tracker
+        assert tracker is not None, "attach() first"
+        main = Learner.from_state(self.base_state)
+        for _seq, delta, weight in self._pending:
+            DeltaTracker.apply(main, delta, weight)
+        if keep_local and tracker.delta.n_learned:
+            DeltaTracker.apply(main, tracker.delta, tracker.weight)
+        self._adopt(main, keep_delta=keep_local)
+        if self._engine is not None:
+            self._engine.learner = main
 
     # ------------------------------------------------------------ snapshot state
     def _provide(self) -> dict[str, Any]:
@@ -832,8 +971,11 @@ class KafkaSync:
         self.source.worker_id = str(state["worker"])
         self.seq = int(state["seq"])
         self.merged = {str(k): int(v) for k, v in state["merged"].items()}
+        # snapshots from before own deltas were folded on read-back held them in the base
+        self.merged.setdefault(self.worker_id, self.seq)
         self.sync_offsets = {int(p): int(o) for p, o in state["offsets"]}
-        self.base_state = state["base"]
+        self._set_base(state["base"])
+        self._pending = []
         learner = Learner.from_state(self.base_state)
         self._engine.learner = learner
         self._adopt(learner)
@@ -848,7 +990,8 @@ class KafkaSync:
         engine = self._engine
         if engine is not None and engine.learner is not self._main:
             self._adopt(engine.learner)
-            self.base_state = engine.learner.to_state()
+            self._set_base(engine.learner.to_state())
+            self._pending = []
 
     def _on_batch(self, engine: Any) -> None:
         self.ensure_tracking()
@@ -859,21 +1002,30 @@ class KafkaSync:
 
     def _catch_up(self, timeout: float | None = None) -> None:
         """Read the sync topic to its end before publishing (own newer deltas included)."""
-        end = self._consumer.end_offsets(self._partitions)
         if timeout is None:  # an open transaction of a dead worker is aborted by then
             timeout = _transaction_timeout_ms(self.interval) / 1000.0 + 60.0
+        if self._read_to_end(timeout, strict=True):
+            self._refresh_main(keep_local=True)
+        self._caught_up = True
+
+    def _read_to_end(self, timeout: float, *, strict: bool) -> bool:
+        """Fold the sync topic up to its (last stable) end; whether anything was folded."""
+        end = self._consumer.end_offsets(self._partitions)
         deadline = time.monotonic() + timeout
+        folded = False
         while any(self._consumer.position(tp) < end[tp] for tp in self._partitions):
             if time.monotonic() > deadline:
-                raise SourceError(f"cannot read sync topic {self.topic!r} to its end")
-            self._merge(self._consumer.poll(timeout_ms=200))
-        self._caught_up = True
-        self.base_state = self._main.to_state()
+                if strict:
+                    raise SourceError(f"cannot read sync topic {self.topic!r} to its end")
+                break
+            folded = self._fold(self._consumer.poll(timeout_ms=100)) or folded
+        return folded
 
-    def _merge(self, polled: Mapping[Any, Any]) -> bool:
+    def _fold(self, polled: Mapping[Any, Any]) -> bool:
+        """Fold the deltas in ``polled`` into the base, in topic order, each once."""
         from stream_nb.base import Learner
 
-        merged = False
+        folded = False
         for tp, messages in polled.items():
             for m in messages:
                 self.sync_offsets[tp.partition] = m.offset + 1
@@ -883,23 +1035,28 @@ class KafkaSync:
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
                     _log.warning("skipping malformed sync record at %s[%d]@%d", *tp, m.offset)
                     continue
-                if worker == self.worker_id:
-                    if seq <= self.seq:
-                        continue  # published by this worker and already in the base
-                    self.seq = seq  # published before a crash that lost the snapshot
-                elif seq <= self.merged.get(worker, 0):
-                    continue
-                else:
-                    self.merged[worker] = seq
-                    self.merged_deltas += 1
+                if seq <= self.merged.get(worker, 0):
+                    continue  # folded already (e.g. before a restart)
                 DeltaTracker.apply(
-                    self._main, Learner.from_state(item["delta"]), float(item.get("weight", 0.0))
+                    self.base, Learner.from_state(item["delta"]), float(item.get("weight", 0.0))
                 )
-                merged = True
-        return merged
+                self.merged[worker] = seq
+                if worker == self.worker_id:
+                    self.seq = max(self.seq, seq)  # may be newer than a lost snapshot's
+                    self._pending = [p for p in self._pending if p[0] > seq]
+                else:
+                    self.merged_deltas += 1
+                folded = True
+        if folded:
+            self._base_state = None
+        return folded
 
-    def sync(self) -> None:
-        """One transaction (own delta + offsets [+ outputs]), then merge the others' deltas."""
+    def sync(self, *, reseek: bool = True) -> bool:
+        """One transaction (own delta + offsets [+ outputs]), then fold the sync topic.
+
+        Returns ``False`` when the transaction failed; the uncommitted work is then
+        dropped (:meth:`rollback`, re-seeking the consumer with ``reseek``).
+        """
         self._last = time.monotonic()
         source = self.source
         offsets = source._committable()
@@ -908,6 +1065,11 @@ class KafkaSync:
         assert tracker is not None, "attach() first"
         has_delta = tracker.delta.n_learned > 0
         if has_delta or changed:
+            if not self.exactly_once and self._engine is not None:
+                # at-least-once: predictions acknowledged before their offsets commit
+                self._engine.sink.flush()
+                if self._engine.dead_letters is not None:
+                    self._engine.dead_letters.flush()
             producer = self.producer
             metadata = orjson.dumps({"worker": self.worker_id, "seq": self.seq + 1}).decode()
             start = time.perf_counter()
@@ -930,8 +1092,8 @@ class KafkaSync:
                 producer.commit_transaction()
             except KafkaError as exc:
                 _log.warning("sync transaction failed, dropping uncommitted work: %s", exc)
-                self.rollback(reseek=True)
-                return
+                self.rollback(reseek=reseek)
+                return False
             source.last_commit_seconds = time.perf_counter() - start
             if source._metrics is not None:
                 source._metrics.committed(
@@ -945,11 +1107,13 @@ class KafkaSync:
             if has_delta:
                 self.seq += 1
                 self.sent += 1
+                self._pending.append((self.seq, *tracker.cut()))
                 if source._metrics is not None:
                     source._metrics.sync_sent.inc()
-            tracker.cut()
         before = self.merged_deltas
-        merged = self._merge(self._consumer.poll(timeout_ms=0, max_records=10_000))
+        folded = self._read_to_end(_SYNC_READ_SECONDS, strict=False)
+        if folded:
+            self._refresh_main(keep_local=True)
         metrics = source._metrics
         if metrics is not None:
             metrics.sync_merged.inc(self.merged_deltas - before)
@@ -959,15 +1123,30 @@ class KafkaSync:
                 if high is not None:
                     lag += max(0, high - self._consumer.position(tp))
             metrics.sync_lag.set(lag)
-        if has_delta or changed or merged:
-            self.base_state = self._main.to_state()
-            if self._engine is not None and self._engine.checkpointer is not None:
-                self._engine.checkpoint()
+        engine = self._engine
+        durable = engine is not None and engine.checkpointer is not None
+        if durable and (has_delta or changed or folded):
+            engine.checkpoint()
+        return True
+
+    def settle(self) -> bool:
+        """On revoke (helper thread, main thread parked in ``poll``): commit everything
+        processed in one sync transaction before the partitions move."""
+        if not self._caught_up or self._engine is None:
+            return False
+        return self.sync(reseek=False)
+
+    def final_sync(self) -> None:
+        """On a clean stop: publish the last delta and commit its offsets."""
+        if not self._caught_up or self._engine is None:
+            return
+        try:
+            self.sync(reseek=False)
+        except Exception as exc:  # closing: the restart or the next owner redoes the work
+            _log.warning("last sync on stop failed: %s", exc)
 
     def rollback(self, *, reseek: bool) -> None:
         """Drop everything since the last committed transaction: model, outputs, positions."""
-        from stream_nb.base import Learner
-
         self.rollbacks += 1
         if self.source._metrics is not None:
             self.source._metrics.rollbacks.inc()
@@ -983,10 +1162,8 @@ class KafkaSync:
                     self._producer = None
         for sink in self._sinks:
             sink._futures.clear()
-        if self.base_state is not None and self._engine is not None:
-            learner = Learner.from_state(self.base_state)
-            self._engine.learner = learner
-            self._adopt(learner)
+        if self._engine is not None and self._tracker is not None:
+            self._refresh_main(keep_local=False)
         self._committed = {}
         self.source._reset_positions(reseek=reseek)
 
@@ -995,6 +1172,10 @@ class KafkaSync:
         self._consumer.close(autocommit=False)
         if self._producer is not None:
             self._producer.close(timeout=5)
+
+
+#: Longest a sync waits to read the sync topic back to its end (its own delta included).
+_SYNC_READ_SECONDS = 2.0
 
 
 def _transaction_timeout_ms(interval: float) -> int:
