@@ -1179,8 +1179,9 @@ _SYNC_READ_SECONDS = 2.0
 
 
 def _transaction_timeout_ms(interval: float) -> int:
-    """Transaction timeout for a sync interval: ten intervals, at least 10 s."""
-    return max(10_000, int(10 * interval * 1000))
+    """Transaction timeout for a sync interval: ten intervals, at least 10 s, at most the
+    broker's default ``transaction.max.timeout.ms`` (15 minutes)."""
+    return min(900_000, max(10_000, int(10 * interval * 1000)))
 
 
 def _client_options(options: Mapping[str, Any]) -> dict[str, Any]:
