@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import uuid
@@ -690,6 +691,7 @@ class DeltaTracker:
             delta, weight = self.delta, self.weight
         else:
             delta, weight = learner.clone(), 0.0
+            _delta_bins(learner, delta)
         learn_main = type(learner).learn_one.__get__(learner)
         learn_delta = delta.learn_one
         tracker = self
@@ -747,6 +749,26 @@ class DeltaTracker:
                 scale = 1.0
             model._scale = scale
         model.merge(delta)
+
+
+def _delta_bins(learner: Any, delta: Any) -> None:
+    """Semi-naive learners: a delta bins numeric values with the model's frozen cut points
+    and never freezes any of its own; values of features still warming up stay raw in it
+    (pending, with their sample), to be binned by whichever model it is merged into."""
+    source, target = getattr(learner, "_disc", None), getattr(delta, "_disc", None)
+    if source is None or target is None:
+        return
+    for feature, edges in source.edges.items():
+        target.edges.setdefault(feature, list(edges))
+    target.warmup = math.inf
+
+
+def _defer_binning(learner: Any) -> None:
+    """Semi-naive learners under sync: cut points freeze only in the base (the fold of the
+    sync topic), never from one worker's own sample, so every worker uses the same bins."""
+    disc = getattr(learner, "_disc", None)
+    if disc is not None:
+        disc.warmup = math.inf
 
 
 SYNC_FORMAT = "stream-nb/kafka-sync"
@@ -917,6 +939,7 @@ class KafkaSync:
 
     def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
         """Make ``learner`` the main model, teeing each learned event into the delta."""
+        _defer_binning(learner)
         if self._tracker is None:
             self._tracker = DeltaTracker(learner)
         else:

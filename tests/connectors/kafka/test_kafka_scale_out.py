@@ -200,3 +200,43 @@ def test_two_workers_exactly_once_with_a_kill(
 
     wait_for(answered, 90, "read_committed predictions of every event", interval=1.0)
     assert sorted(p["id"] for p in seen) == [e["id"] for e in events]  # exactly once
+
+
+def test_two_workers_hold_the_same_tan_model_with_half_life(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    """TAN with forgetting and a numeric feature: both workers fold the same deltas in the
+    sync topic's order, so their models are identical, bit for bit (structure, bins and
+    decayed counts)."""
+    topic, group = f"events-{unique}", f"g-{unique}"
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(1500, seed=9)
+    daemons = []
+    for worker in ("a", "b"):
+        args = worker_args(kafka_bootstrap, unique, worker, tmp_path / worker)
+        args[args.index("--model") + 1] = "TAN"
+        args += ["--params", '{"half_life": 400, "rebuild_every": 200, "warmup": 50}']
+        daemons.append(Daemon(tmp_path, worker, args).start())
+    a, b = daemons
+    try:
+        wait_for(
+            lambda: group_members_with_partitions(kafka_bootstrap, group) == 2,
+            60,
+            "both workers to hold partitions",
+            daemons=daemons,
+        )
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events], PARTITIONS)
+        wait_committed(kafka_bootstrap, group, topic, PARTITIONS, 120, daemons=daemons)
+        wait_for(
+            lambda: learned(tmp_path / "a") == learned(tmp_path / "b") == len(events),
+            60,
+            "both workers to fold every delta",
+            daemons=daemons,
+        )
+    finally:
+        assert a.stop() == 0, a.log()
+        assert b.stop() == 0, b.log()
+    models = [model_of(tmp_path / w) for w in ("a", "b")]
+    assert models[0].n_learned == len(events)
+    assert orjson.dumps(models[0].to_state()) == orjson.dumps(models[1].to_state())
+    assert models[0].to_state()["stats"]["discretiser"]["edges"]  # "size" was binned
