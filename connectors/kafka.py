@@ -48,6 +48,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -96,6 +97,23 @@ HEADER_PARTITION = "stream_nb.source.partition"
 HEADER_OFFSET = "stream_nb.source.offset"
 
 _BOOL = {"true": True, "false": False}
+
+#: Producer batch size (kafka-python's default is 16 KiB).
+_BATCH_BYTES = 512 * 1024
+
+
+@functools.cache
+def _check_crc32c() -> None:
+    """Warn once when kafka-python must compute CRC32C in pure Python."""
+    try:
+        from kafka.record import util
+    except ImportError:  # pragma: no cover - other kafka-python layouts
+        return
+    if getattr(util, "crc32c_c", True) is None:
+        _log.warning(
+            "kafka-python computes record-batch CRC32C in pure Python (about a third of the "
+            "daemon's CPU); install the 'kafka' extra or 'pip install crc32c'"
+        )
 
 
 def _convert(value: str) -> Any:
@@ -232,6 +250,7 @@ class KafkaSource(Source):
         options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
+        _check_crc32c()
         self._consumer = KafkaConsumer(
             bootstrap_servers=bootstrap_servers,
             group_id=group_id,
@@ -559,6 +578,9 @@ class KafkaSink(Sink):
         self.topic = topic
         options.setdefault("acks", "all")
         options.setdefault("linger_ms", 5)
+        # One engine batch of predictions fits in one producer batch: the producer then
+        # wakes its IO thread once per batch instead of once per record.
+        options.setdefault("batch_size", _BATCH_BYTES)
         options.setdefault("delivery_timeout_ms", 120_000)
         options.setdefault("request_timeout_ms", 30_000)
         options.setdefault("reconnect_backoff_max_ms", 5000)
@@ -904,6 +926,10 @@ class KafkaSync:
             options = dict(self._producer_options)
             options.setdefault("compression_type", "gzip")
             options.setdefault("acks", "all")
+            options.setdefault("batch_size", _BATCH_BYTES)
+            # a delta is one record: allow large ones (the broker limits the compressed
+            # batch: max.message.bytes of the sync topic, 1 MiB by default)
+            options.setdefault("max_request_size", 16 * 1024 * 1024)
             # A worker killed inside a transaction holds back read_committed readers of
             # the sync topic until the broker aborts it: keep that short.
             options.setdefault("transaction_timeout_ms", _transaction_timeout_ms(self.interval))
