@@ -54,6 +54,7 @@ import math
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -924,7 +925,9 @@ class KafkaSync:
         """The transactional producer (created on first use, after restore set the worker id)."""
         if self._producer is None:
             options = dict(self._producer_options)
-            options.setdefault("compression_type", "gzip")
+            # Deltas are compressed on their own (zlib, see sync()); predictions in
+            # exactly-once mode stay uncompressed like the at-least-once sink's
+            # (kafka-python's gzip runs at level 9: 16,200 -> 18,600 events/CPU-s without).
             options.setdefault("acks", "all")
             options.setdefault("batch_size", _BATCH_BYTES)
             # a delta is one record: allow large ones (the broker limits the compressed
@@ -1079,9 +1082,10 @@ class KafkaSync:
             for m in messages:
                 self.sync_offsets[tp.partition] = m.offset + 1
                 try:
-                    item = orjson.loads(m.value)
+                    raw = m.value if m.value[:1] == b"{" else zlib.decompress(m.value)
+                    item = orjson.loads(raw)
                     worker, seq = str(item["worker"]), int(item["seq"])
-                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                except (orjson.JSONDecodeError, zlib.error, KeyError, TypeError, ValueError):
                     _log.warning("skipping malformed sync record at %s[%d]@%d", *tp, m.offset)
                     continue
                 if seq <= self.merged.get(worker, 0):
@@ -1131,7 +1135,9 @@ class KafkaSync:
                         "weight": tracker.weight,
                     }
                     producer.send(
-                        self.topic, value=orjson.dumps(record), key=self.worker_id.encode()
+                        self.topic,
+                        value=zlib.compress(orjson.dumps(record)),
+                        key=self.worker_id.encode(),
                     )
                 if offsets:
                     producer.send_offsets_to_transaction(
