@@ -175,7 +175,7 @@ class _Listener(AsyncConsumerRebalanceListener):
         self._source._on_revoked(set(lost), "lost", settled=False)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        self._source._on_assigned(set(assigned))
+        await self._source._on_assigned_async(set(assigned))
 
 
 class KafkaSource(Source):
@@ -369,9 +369,29 @@ class KafkaSource(Source):
         if self._metrics is not None:
             self._metrics.rebalance("assigned")
 
+    async def _on_assigned_async(self, partitions: set[TopicPartition]) -> None:
+        """Position new partitions at the snapshot's offsets, then compare those with the
+        group's committed offsets before any record is fetched (helper thread)."""
+        self._on_assigned(partitions)
+        if self._unchecked and self._in_poll:
+            with self._lock:
+                pending = dict(self._unchecked)
+
+            def check() -> bool:
+                self._check_committed(pending)
+                return True
+
+            await self._in_thread(check)
+
     # ------------------------------------------------------------ main loop
     def _check_committed(self, partitions: dict[TopicPartition, int]) -> None:
-        """Compare the snapshot's offsets with the group's (blocking: main thread only)."""
+        """Compare the snapshot's offsets with the group's (blocking: never on the IO thread).
+
+        Committed offset ahead of the snapshot's: if this worker committed it, its newest
+        snapshot was lost and an older one restored — the snapshot wins (the model learned
+        exactly up to it) and the re-read events are counted as replayed. If another
+        worker committed it, that worker learned those events: continue from its commit.
+        """
         for tp, mine in partitions.items():
             try:
                 committed = self._consumer.committed(tp, metadata=True)
@@ -382,11 +402,26 @@ class KafkaSource(Source):
                 with self._lock:
                     if self._unchecked.get(tp, -1) == mine:
                         del self._unchecked[tp]
-            if committed is not None and committed.offset > mine:
-                # The snapshot wins: the model learned exactly up to ``mine``.
+            if committed is None or committed.offset <= mine:
+                continue
+            if self._committed_by_me(committed.metadata):
                 self.replayed += committed.offset - mine
                 if self._metrics is not None:
                     self._metrics.replayed.inc(committed.offset - mine)
+            else:
+                with self._lock:
+                    if tp in self._assigned:
+                        self._consumer.seek(tp, committed.offset)
+                    if self._positions.get(tp) == mine:
+                        del self._positions[tp]
+
+    def _committed_by_me(self, metadata: Any) -> bool:
+        """Whether commit metadata (``{"snapshot", "worker"}``) names this worker."""
+        try:
+            data = orjson.loads(metadata or b"{}")
+        except (orjson.JSONDecodeError, TypeError):
+            return False
+        return isinstance(data, dict) and data.get("worker") == self.worker_id
 
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
         """Poll up to ``max_records`` records, waiting at most ``timeout`` seconds."""
@@ -434,8 +469,9 @@ class KafkaSource(Source):
         return out
 
     def position(self) -> dict[str, Any]:
-        """``{"offsets": [[topic, partition, next_offset], ...]}`` (sorted)."""
-        return {"offsets": sorted([tp.topic, tp.partition, o] for tp, o in self._positions.items())}
+        """``{"offsets": [[topic, partition, next_offset], ...], "worker": id}`` (sorted)."""
+        offsets = sorted([tp.topic, tp.partition, o] for tp, o in self._positions.items())
+        return {"offsets": offsets, "worker": self.worker_id}
 
     def seek(self, position: Mapping[str, Any]) -> None:
         """Resume at a snapshot's offsets (applied when each partition is assigned).
@@ -451,6 +487,8 @@ class KafkaSource(Source):
             }
         except (TypeError, ValueError) as exc:
             raise SourceError(f"malformed Kafka position in snapshot: {position!r}") from exc
+        if isinstance(position.get("worker"), str):
+            self.worker_id = position["worker"]  # the worker that committed these offsets
         with self._lock:
             self._positions = offsets
             for tp in self._assigned:

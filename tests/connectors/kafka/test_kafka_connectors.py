@@ -114,6 +114,20 @@ def test_source_positions_seek_commit_and_replay(kafka_bootstrap: str, unique: s
     assert again.rebalances["assigned"] >= 1
     again.close()
 
+    # The same older snapshot, but the offsets ahead of it were committed by another
+    # worker (its model learned those events): continue from its commit, re-read nothing.
+    other = KafkaSource(kafka_bootstrap, topic, group_id=group, worker_id="w2")
+    deadline = time.monotonic() + 60
+    while len(other.assignment) < 3 and time.monotonic() < deadline:
+        assert other.next_batch(500, 0.2) == []  # all committed already
+    other.commit({"offsets": [[topic, p, counts[p]] for p in range(3)]}, "000000000001")
+    other.close()
+    third = KafkaSource(kafka_bootstrap, topic, group_id=group, worker_id="w1")
+    third.seek({**older, "worker": "w1"})
+    assert third.next_batch(500, 2.0) == [] and third.replayed == 0
+    assert third.position()["offsets"] == older["offsets"][1:]  # partition 0: not restored
+    third.close()
+
 
 def test_sink_keys_and_dead_letter_headers(kafka_bootstrap: str, unique: str) -> None:
     out, dlq = f"out-{unique}", f"dlq-{unique}"
