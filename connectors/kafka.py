@@ -352,7 +352,7 @@ class KafkaSource(Source):
                     # starts from the commit, not from an older snapshot position.
                     self._positions.pop(tp, None)
             self.rebalances[event] += 1
-            if partitions and not settled and self._sync is not None:
+            if partitions and not settled and (self._sync is not None or event == "lost"):
                 self._needs_rollback = True
         if self._metrics is not None:
             self._metrics.rebalance(event)
@@ -445,6 +445,8 @@ class KafkaSource(Source):
                 # another worker, who restarts them from the committed offsets. Drop it,
                 # and this poll's records too, and resume from the committed offsets.
                 self._sync.rollback(reseek=True)
+                return []
+            if self._return_to_snapshot():
                 return []
         out: list[Record] = []
         positions = self._positions
@@ -543,18 +545,45 @@ class KafkaSource(Source):
         if not reseek:
             return
         for tp in self.assignment:
-            try:
-                committed = self._consumer.committed(tp)
-            except KafkaError as exc:
-                raise SourceError(
-                    f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
-                ) from exc
-            if committed is None and self._reset == "latest":
-                self._consumer.seek_to_end(tp)
-            elif committed is None:
-                self._consumer.seek_to_beginning(tp)
+            self._seek_committed(tp)
+
+    def _seek_committed(self, tp: TopicPartition) -> None:
+        """Position ``tp`` at the group's committed offset (or the reset policy's end)."""
+        try:
+            committed = self._consumer.committed(tp)
+        except KafkaError as exc:
+            raise SourceError(
+                f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
+            ) from exc
+        if committed is None and self._reset == "latest":
+            self._consumer.seek_to_end(tp)
+        elif committed is None:
+            self._consumer.seek_to_beginning(tp)
+        else:
+            self._consumer.seek(tp, committed)
+
+    def _return_to_snapshot(self) -> bool:
+        """After lost partitions (no model sync): return the engine to its last snapshot.
+
+        The evicted member could not commit, and its partitions' new owners start from the
+        committed offsets, which the last snapshot's commit wrote: the events learned since
+        would otherwise be in two models. Drops this poll's records; every assigned
+        partition is re-positioned (snapshot offset, checked against the commit before the
+        next poll; else the committed offset). Returns whether it did so.
+        """
+        engine = self._engine
+        if engine is None or engine.checkpointer is None or not engine.restore():
+            return False
+        with self._lock:
+            assigned = set(self._assigned)
+        for tp in assigned:
+            mine = self._positions.get(tp)
+            if mine is None:
+                self._seek_committed(tp)
             else:
-                self._consumer.seek(tp, committed)
+                with self._lock:
+                    self._unchecked[tp] = mine  # seek() positioned it there
+        return True
 
     @property
     def assignment(self) -> set[TopicPartition]:
