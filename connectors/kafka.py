@@ -112,7 +112,7 @@ def _check_crc32c() -> None:
         return
     if getattr(util, "crc32c_c", True) is None:
         _log.warning(
-            "kafka-python computes record-batch CRC32C in pure Python (about a third of the "
+            "kafka-python computes record-batch CRC32C in pure Python (about 40% of the "
             "daemon's CPU); install the 'kafka' extra or 'pip install crc32c'"
         )
 
