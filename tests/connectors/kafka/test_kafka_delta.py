@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import orjson
 import pytest
@@ -122,7 +123,7 @@ def fold_two_workers(cls: type[Learner], params: dict, events: list, seed: int) 
 
     rng = random.Random(seed)
     topic: list = []  # (delta, weight, its events)
-    workers = []
+    workers: list[dict[str, Any]] = []
     for share in (events[0::2], events[1::2]):
         main = default_factory(cls, **params)()
         _defer_binning(main)
@@ -172,12 +173,13 @@ def test_workers_fold_to_the_same_model_of_the_topic_order(
     semi = name in SEMI_NAIVE
     events = numeric_events(300, seed=7) if semi else suitable_events(cls, n=300, seed=7)
     params = {} if half_life is None else {"half_life": half_life}
+    a: Any
     a, b, order = fold_two_workers(cls, params, events, seed=8)
     assert orjson.dumps(a.to_state(), option=orjson.OPT_NON_STR_KEYS) == orjson.dumps(
         b.to_state(), option=orjson.OPT_NON_STR_KEYS
     )
     assert sorted(map(repr, order)) == sorted(map(repr, events))  # each event once
-    reference = default_factory(cls, **params)()
+    reference: Any = default_factory(cls, **params)()
     for x, y in order:
         reference.learn_one(x, y)
     assert a.n_learned == reference.n_learned == len(events)
