@@ -15,20 +15,24 @@ Delivery (see :mod:`connectors.base`)
 * The consumer never auto-commits (``enable_auto_commit=False``) and its reset
   policy is explicit (``auto_offset_reset``, default ``earliest``).
 * :meth:`KafkaSource.position` is the *next* offset of every partition this
-  process has handed out records from (``{"offsets": [[topic, partition,
-  offset], ...]}``); the engine stores it in the snapshot with the model.
+  process has handed out records from, and the worker id (``{"offsets":
+  [[topic, partition, offset], ...], "worker": id}``); the engine stores it in
+  the snapshot with the model.
 * :meth:`KafkaSource.seek` loads a snapshot's offsets; whenever a partition is
-  assigned (at start or in a rebalance) the consumer is positioned there, so the
-  snapshot wins over the group's committed offset (the model learned exactly up
-  to it). Events re-read below the committed offset are counted as replayed.
+  assigned (at start or in a rebalance) the consumer is positioned there and,
+  before anything is fetched, the offset is compared with the group's commit:
+  a commit ahead made by this worker means a lost newer snapshot — the snapshot
+  wins (the model learned exactly up to it) and the re-read events are counted
+  as replayed; one made by another worker wins (that worker learned them).
 * :meth:`KafkaSource.commit` commits the group offsets of the assigned
   partitions only after the engine made the snapshot durable, with the snapshot
   id in the commit metadata.
-* Rebalances follow kafka-python 3.x's rules: the listener runs on the client's
-  IO thread, so it only does local work (``seek``, bookkeeping); blocking calls
-  (``committed``) are deferred to the main loop. Offsets are committed after
-  every snapshot, so a revoke needs no extra commit; on *lost* nothing is
-  committed.
+* Rebalances follow kafka-python 3.x's rules: the listener
+  (``AsyncConsumerRebalanceListener``) runs on the client's IO thread, inside
+  the main thread's ``poll``, and never blocks it. On revoke it awaits a helper
+  thread that checkpoints the engine and commits (or runs a sync transaction)
+  before the partitions move; on *lost* nothing is committed and the engine
+  returns to its last snapshot (or, with model sync, to its base).
 * Predictions go to a topic through :class:`KafkaSink`, keyed by the event key
   (or id); each carries the source topic/partition/offset so consumers can drop
   the duplicates at-least-once delivery allows. :class:`KafkaDeadLetterSink`
@@ -198,11 +202,12 @@ class KafkaSource(Source):
     sync_topic, sync_interval
         Model sync between the group's workers every ``sync_interval`` seconds
         through ``sync_topic`` (see :class:`KafkaSync`; started by
-        :meth:`attach_engine`).
+        :meth:`attach_engine`). Offsets are then committed in transactions, and the
+        input is read with ``isolation_level="read_committed"`` unless set (so
+        committed offsets are fetched stable, KIP-447).
     exactly_once
         Predictions, dead letters, deltas and offsets in one transaction (implies a
-        sync topic, ``<group_id>.stream-nb-state`` unless given); the input is then
-        read with ``isolation_level="read_committed"`` unless set.
+        sync topic, ``<group_id>.stream-nb-state`` unless given).
     **options
         Any other kafka-python consumer option (security settings included).
         ``enable_auto_commit=True`` is refused.
@@ -240,7 +245,11 @@ class KafkaSource(Source):
         self._reset = auto_offset_reset
         if exactly_once and sync_topic is None:
             sync_topic = f"{group_id}.stream-nb-state"
-        if exactly_once:
+        if sync_topic is not None:
+            # Offsets are committed inside transactions: read_committed makes kafka-python
+            # fetch committed offsets with require_stable (KIP-447), so a new owner waits
+            # for a transaction's offsets instead of reading the previous ones while its
+            # commit markers are being written.
             options.setdefault("isolation_level", "read_committed")
         self._sync_config: dict[str, Any] | None = (
             None
@@ -280,7 +289,7 @@ class KafkaSource(Source):
         # set while the main thread waits in poll(): rebalances run only then, with the
         # engine between batches (every record handed out is processed)
         self._in_poll = False
-        # transactional mode: partitions left without a commit (lost, or a failed revoke)
+        # partitions left without a commit: lost, or (model sync) a failed revoke transaction
         self._needs_rollback = False
         # every record handed out has been processed (a batch hook ran since): a clean stop
         # may publish a last sync delta
@@ -316,7 +325,7 @@ class KafkaSource(Source):
             try:
                 ok = bool(work())
             except Exception:
-                _log.exception("checkpoint on partition revoke failed")
+                _log.exception("rebalance work (checkpoint, commit or offset check) failed")
                 ok = False
 
             def finish() -> None:  # on the IO thread, which then resumes the listener
