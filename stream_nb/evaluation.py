@@ -136,6 +136,11 @@ MIN_BATCH = 32
 #: predictions, ``None`` included) batches run the per-event path, so the
 #: vectorised path's events × classes matrices stay small.
 _MAX_BATCH_CLASSES = 64
+#: update_arrays scores queued batches together once this many events wait: one
+#: vectorised pass costs a few dozen numpy calls whatever its length (~0.19 µs per
+#: event in batches of 1024, ~0.12 in 4096). Reading or changing the evaluator
+#: (n, report, to_state, update, update_many) scores them first.
+_DEFER_EVENTS = 4096
 
 STATE_FORMAT = "stream-nb/prequential"
 STATE_VERSION = 1
@@ -770,16 +775,43 @@ class PrequentialEvaluator:
         self._diagonal_labels: list[Any] = []  # their true labels
         self._index_template: Any = np.empty((0, 0), np.intp)  # _fading_run's bins
         self._costs: Any = None  # [predicted code, true code] -> cost
+        # update_arrays batches not scored yet (same labels), and their events: scored
+        # together once _DEFER_EVENTS are waiting, or before anything reads or
+        # changes the state, so nobody can tell (see update_arrays)
+        self._pending: list[tuple[Sequence[Hashable], list[Hashable], Any, Any]] = []
+        self._pending_events = 0
 
     @property
     def n(self) -> int:
         """Number of labelled events evaluated since the start."""
+        self._flush()
         return int(self._cumulative.n)
 
     @property
     def n_correct(self) -> int:
         """Number of those whose prediction was right."""
+        self._flush()
         return int(self._cumulative.correct)
+
+    def _flush(self) -> None:
+        """Score the batches :meth:`update_arrays` queued (one vectorised pass)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        self._pending_events = 0
+        if len(pending) == 1:
+            self._score_arrays(*pending[0])
+            return
+        ys: list[Hashable] = []
+        for batch in pending:
+            ys.extend(batch[0])
+        self._score_arrays(
+            ys,
+            pending[0][1],
+            np.concatenate([batch[2] for batch in pending]),
+            np.concatenate([batch[3] for batch in pending]),
+        )
 
     def update(
         self, y_true: Hashable, y_pred: Hashable | None, log_proba: Mapping[Any, float]
@@ -797,6 +829,7 @@ class PrequentialEvaluator:
             ``log P(c | x)`` by class as predicted; classes left out have
             probability 0 (log loss at :data:`LOG_LOSS_FLOOR`).
         """
+        self._flush()
         hash(y_pred)  # an unhashable prediction fails here, before any view changed
         lp = log_proba.get(y_true)
         if lp is None or not lp > _LOG_FLOOR:  # also NaN
@@ -908,6 +941,7 @@ class PrequentialEvaluator:
         >>> a.to_state() == b.to_state() and a.report() == b.report()
         True
         """
+        self._flush()
         n = len(ys_true)
         if not (n == len(ys_pred) == len(log_probas)):
             raise ValueError(
@@ -999,6 +1033,13 @@ class PrequentialEvaluator:
         events between two renormalisations), the events run the per-event
         path instead.
 
+        Batches are queued (while their ``labels`` stay the same) and scored
+        together once ``_DEFER_EVENTS`` (4096) events wait, or as soon as
+        anything reads or changes the evaluator (:attr:`n`, :meth:`report`,
+        :meth:`to_state`, :meth:`update`, :meth:`update_many`, another
+        ``labels``): the result is the same (bit for bit), one pass over
+        4096 events costs less than four over 1024.
+
         Examples
         --------
         >>> labels = ["no", "yes"]
@@ -1047,11 +1088,25 @@ class PrequentialEvaluator:
                 f"best must index labels, 0 ≤ best[i] < {k}; got values from "
                 f"{int(index.min())} to {int(index.max())}"
             )
-        # codes first (TypeError for an unhashable label, before any change)
-        tc, t_codes = _lookup(self._order, ys_true)
-        _, l_codes = _lookup(self._pcode, labels)
+        dict.fromkeys(ys_true)  # TypeError for an unhashable label, before any change
+        dict.fromkeys(labels)
         if n == 0:
             return
+        labels = list(labels)
+        if self._pending and self._pending[0][1] != labels:
+            self._flush()
+        self._pending.append((ys_true, labels, matrix, index))
+        self._pending_events += n
+        if self._pending_events >= _DEFER_EVENTS:
+            self._flush()
+
+    def _score_arrays(
+        self, ys_true: Sequence[Hashable], labels: list[Hashable], matrix: Any, index: Any
+    ) -> None:
+        """:meth:`update_arrays` on checked arrays (one vectorised pass)."""
+        n = len(ys_true)
+        tc, t_codes = _lookup(self._order, ys_true)
+        _, l_codes = _lookup(self._pcode, labels)
         _register(self._order, self._tlabels, ys_true, t_codes)
         if tc is None:
             tc = np.array(t_codes, np.intp)
@@ -1446,6 +1501,7 @@ class PrequentialEvaluator:
             the order first seen, then predictions in the order first
             emitted). Undefined metrics are ``None``. JSON-able.
         """
+        self._flush()
         with_cost = self.loss_matrix is not None
         order, pcode = self._order, self._pcode
         return {
@@ -1470,6 +1526,7 @@ class PrequentialEvaluator:
         >>> copy.report() == ev.report()
         True
         """
+        self._flush()
         matrix = self.loss_matrix
         return {
             "format": STATE_FORMAT,

@@ -187,6 +187,7 @@ def test_fading_majority_follows_the_per_event_rule_after_a_rounding_tie() -> No
     def tied(top: float = 5.0) -> PrequentialEvaluator:
         ev = PrequentialEvaluator(window=5, fading_factor=1.0)
         ev.update_arrays(["x", "y", "z"], ["x", "y", "z"], np.zeros((3, 3)), np.arange(3))
+        ev._flush()  # score the queued batch before the internals are set by hand
         ev._fading.true.update(x=top, y=top - 1.0, z=top)  # x and z tie; the majority is z
         ev._fading.majority = "z"
         return ev
@@ -201,6 +202,7 @@ def test_fading_majority_follows_the_per_event_rule_after_a_rounding_tie() -> No
     quiet, loop = tied(100.0), tied(100.0)  # no event breaks the tie: z stays the majority
     quiet.update_arrays(["w"] * 40, ["w"], np.zeros((40, 1)), np.zeros(40, np.intp))
     reference_update(loop, ["w"] * 40, ["w"], np.zeros((40, 1)), np.zeros(40, np.intp))
+    quiet._flush()  # (queued batches are scored before any public read; this reads inside)
     assert quiet._fading.majority == loop._fading.majority == "z"
     assert_identical(quiet, loop)
 
@@ -408,7 +410,8 @@ def test_window_ring_stays_bounded() -> None:
     for b in [1, 700, 3, 512, 512, 40, 1000, 2] * 5:
         ys, lp, best = random_batch(rng, b, ["a", "b"], ["a", "b"])
         ev.update_arrays(ys, ["a", "b"], lp, best)
-        assert len(ev._ring) == min(ev.n, 100)
+        n = ev.n  # scores the queued batches
+        assert len(ev._ring) == min(n, 100)
         assert len(ev._ring.arrays[0]) <= 2 * (100 + 1000)
 
 
@@ -477,3 +480,30 @@ def test_property_update_many_equals_update(
     for event in stream:
         one.update(*event)
     assert_identical(batched, one)
+
+
+def test_queued_batches_are_scored_before_every_read() -> None:
+    """update_arrays queues batches (up to _DEFER_EVENTS events, same labels) and
+    scores them together; every public read or update scores them first."""
+    from stream_nb.evaluation import _DEFER_EVENTS
+
+    rng = np.random.default_rng(11)
+    ev, one = PrequentialEvaluator(window=300), PrequentialEvaluator(window=300)
+    labels = ["a", "b"]
+    for size in [700, 700, 64, 5, 3000, 900]:
+        ys, lp, best = random_batch(rng, size, labels, labels)
+        ev.update_arrays(ys, labels, lp, best)
+        assert ev._pending_events < _DEFER_EVENTS
+        for y, row, j in zip(ys, lp, best, strict=True):
+            one.update(y, labels[int(j)], dict(zip(labels, row, strict=True)))
+    assert ev._pending  # something is still queued, yet every read sees it
+    assert ev.n == one.n and ev.n_correct == one.n_correct
+    assert ev.report() == one.report() and ev.to_state() == one.to_state()
+    # other labels flush the queue first; update and update_many see the queued events
+    ys, lp, best = random_batch(rng, 100, ["a", "b", "c"], ["a", "b", "c"])
+    ev.update_arrays(ys, ["a", "b", "c"], lp, best)
+    for y, row, j in zip(ys, lp, best, strict=True):
+        one.update(y, ["a", "b", "c"][int(j)], dict(zip(["a", "b", "c"], row, strict=True)))
+    ev.update("a", "b", {"a": -0.5})
+    one.update("a", "b", {"a": -0.5})
+    assert_identical(ev, one)
