@@ -138,9 +138,10 @@ MIN_BATCH = 32
 _MAX_BATCH_CLASSES = 64
 #: update_arrays scores queued batches together once this many events wait: one
 #: vectorised pass costs a few dozen numpy calls whatever its length (~0.19 µs per
-#: event in batches of 1024, ~0.12 in 4096). Reading or changing the evaluator
-#: (n, report, to_state, update, update_many) scores them first.
-_DEFER_EVENTS = 4096
+#: event in batches of 1024, ~0.14 in 2048; longer ones page-fault more). Reading
+#: or changing the evaluator (n, report, to_state, update, update_many) scores
+#: them first.
+_DEFER_EVENTS = 2048
 
 STATE_FORMAT = "stream-nb/prequential"
 STATE_VERSION = 1
@@ -1034,11 +1035,11 @@ class PrequentialEvaluator:
         path instead.
 
         Batches are queued (while their ``labels`` stay the same) and scored
-        together once ``_DEFER_EVENTS`` (4096) events wait, or as soon as
+        together once ``_DEFER_EVENTS`` (2048) events wait, or as soon as
         anything reads or changes the evaluator (:attr:`n`, :meth:`report`,
         :meth:`to_state`, :meth:`update`, :meth:`update_many`, another
         ``labels``): the result is the same (bit for bit), one pass over
-        4096 events costs less than four over 1024.
+        2048 events costs less than two over 1024.
 
         Examples
         --------
