@@ -696,6 +696,10 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         "limit": args.limit,
         "label_field": args.label_field,
         "features_field": args.features_field,
+        # File outputs are fsynced at every checkpoint, where a snapshot must not
+        # refer to output a crash could lose; without checkpoints a restart starts
+        # over anyway, so they are written (to the OS) but not fsynced.
+        "fsync": args.checkpoint_dir is not None,
     }
     source_url = args.source
     if args.demo is not None:
