@@ -639,34 +639,18 @@ class Engine:
         top_k = self.top_k
         log_probas: list[dict[Hashable, float]] | None = None
         out: list[dict[str, Any]]
-        positions: list[dict[str, Any]] | None = None
         if records is not None:
             positions = [r[1] for r in records]
+        else:
+            assert block is not None
+            positions = block.positions()
         if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
             # The common case in one comprehension: no id, every event labelled.
             learned = range(n_before, n_before + b)
             keys = self._json_keys(labels)  # the text JSON gives the labels as keys
-            if len(keys) == 2 and block is not None:
-                # a line block's positions are built here, in the same pass
+            if len(keys) == 2:
                 first, second = keys
                 us, vs = log_proba.T.tolist()  # two columns: no list per event
-                line_numbers = range(block.first, block.first + b)
-                out = [
-                    {
-                        "position": {"line": line, "offset": offset},
-                        "y_pred": yp,
-                        "y_true": y,
-                        "log_proba": {first: u, second: v},
-                        "n_learned": n,
-                    }
-                    for line, offset, yp, y, u, v, n in zip(  # noqa: B905 (same length)
-                        line_numbers, block.offsets, predictions, ys, us, vs, learned
-                    )
-                ]
-            elif len(keys) == 2:
-                assert positions is not None
-                first, second = keys
-                us, vs = log_proba.T.tolist()
                 out = [
                     {
                         "position": p,
@@ -678,9 +662,6 @@ class Engine:
                     for p, yp, y, u, v, n in zip(positions, predictions, ys, us, vs, learned)  # noqa: B905
                 ]
             else:
-                if positions is None:
-                    assert block is not None
-                    positions = block.positions()
                 rows = log_proba.tolist()
                 out = [
                     {
@@ -693,9 +674,6 @@ class Engine:
                     for p, yp, y, row, n in zip(positions, predictions, ys, rows, learned)  # noqa: B905
                 ]
         else:
-            if positions is None:
-                assert block is not None
-                positions = block.positions()
             rows = log_proba.tolist()
             log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
             shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
