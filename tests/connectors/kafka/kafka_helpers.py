@@ -28,6 +28,41 @@ MODEL = "NaiveBayes"
 MODEL_RTOL = 1e-9
 
 
+def daemon_args(
+    bootstrap: str,
+    source: str,
+    out: str,
+    dlq: str,
+    checkpoints: Path,
+    *,
+    interval: str,
+    batch_size: int,
+) -> list[str]:
+    """``stream-nb run`` flags of a test daemon: ``source`` (a ``kafka://`` URL) to topic
+    ``out``, dead letters to ``dlq``, the test model, ids in ``id``, checkpoints every
+    ``interval`` seconds in ``checkpoints``."""
+    return [
+        "--source",
+        source,
+        "--sink",
+        f"kafka://{bootstrap}/{out}",
+        "--dead-letters",
+        f"kafka://{bootstrap}/{dlq}",
+        "--model",
+        MODEL,
+        "--id-field",
+        "id",
+        "--checkpoint-dir",
+        str(checkpoints),
+        "--checkpoint-interval",
+        interval,
+        "--batch-size",
+        str(batch_size),
+        "--log-level",
+        "INFO",
+    ]
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:

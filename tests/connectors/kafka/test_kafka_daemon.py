@@ -14,11 +14,11 @@ import orjson
 import pytest
 from kafka_broker import KafkaBroker, free_port
 from kafka_helpers import (
-    MODEL,
     Daemon,
     assert_same_model,
     committed_offsets,
     create_topic,
+    daemon_args,
     end_offsets,
     make_events,
     model_of,
@@ -47,29 +47,11 @@ def readyz(port: int) -> int:
         return 0
 
 
-def daemon_args(
+def run_args(
     bootstrap: str, topic: str, group: str, out: str, dlq: str, checkpoints: Path, extra: str = ""
 ) -> list[str]:
-    return [
-        "--source",
-        f"kafka://{bootstrap}/{topic}?group_id={group}&{GROUP_OPTIONS}{extra}",
-        "--sink",
-        f"kafka://{bootstrap}/{out}",
-        "--dead-letters",
-        f"kafka://{bootstrap}/{dlq}",
-        "--model",
-        MODEL,
-        "--id-field",
-        "id",
-        "--checkpoint-dir",
-        str(checkpoints),
-        "--checkpoint-interval",
-        "0.5",
-        "--batch-size",
-        "100",
-        "--log-level",
-        "INFO",
-    ]
+    source = f"kafka://{bootstrap}/{topic}?group_id={group}&{GROUP_OPTIONS}{extra}"
+    return daemon_args(bootstrap, source, out, dlq, checkpoints, interval="0.5", batch_size=100)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +72,7 @@ def round_trip(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -
         payloads.insert(index, payload)
     produce(kafka_bootstrap, topic, payloads, PARTITIONS)
     port = free_port()
-    args = daemon_args(kafka_bootstrap, topic, group, out, dlq, workdir / "cp")
+    args = run_args(kafka_bootstrap, topic, group, out, dlq, workdir / "cp")
     daemon = Daemon(workdir, "daemon", [*args, "--metrics-address", f"127.0.0.1:{port}"]).start()
     try:
         wait_committed(kafka_bootstrap, group, topic, PARTITIONS, timeout=120, daemons=[daemon])
@@ -187,7 +169,7 @@ def test_crash_safety_kill_9_at_random_points(
     rng = random.Random(7)
     # Static membership: a restarted daemon takes its partitions back without waiting
     # for the killed one's session to expire.
-    args = daemon_args(
+    args = run_args(
         kafka_bootstrap, topic, group, out, dlq, tmp_path / "cp", "&group_instance_id=worker-1"
     )
     args[args.index("--batch-size") + 1] = "25"
@@ -226,7 +208,7 @@ def test_broker_restart_mid_stream_loses_nothing(own_broker: KafkaBroker, tmp_pa
     events = make_events(2000, seed=3)
     produce(bootstrap, topic, [orjson.dumps(e) for e in events[:1000]], PARTITIONS)
     port = free_port()
-    args = daemon_args(bootstrap, topic, group, "out", "dlq", tmp_path / "cp")
+    args = run_args(bootstrap, topic, group, "out", "dlq", tmp_path / "cp")
     args += ["--metrics-address", f"127.0.0.1:{port}"]
     args[args.index("--batch-size") + 1] = "50"
     daemon = Daemon(tmp_path, "daemon", args).start().wait_running()

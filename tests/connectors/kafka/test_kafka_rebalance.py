@@ -16,11 +16,11 @@ from pathlib import Path
 
 import orjson
 from kafka_helpers import (
-    MODEL,
     Daemon,
     assert_same_model,
     committed_offsets,
     create_topic,
+    daemon_args,
     end_offsets,
     group_members_with_partitions,
     make_events,
@@ -39,27 +39,16 @@ NEVER = "3600"
 
 
 def args(bootstrap: str, unique: str, checkpoints: Path, extra: str = "") -> list[str]:
-    return [
-        "--source",
+    return daemon_args(
+        bootstrap,
         f"kafka://{bootstrap}/events-{unique}?group_id=g-{unique}"
         f"&session_timeout_ms=6000&heartbeat_interval_ms=1000{extra}",
-        "--sink",
-        f"kafka://{bootstrap}/out-{unique}",
-        "--dead-letters",
-        f"kafka://{bootstrap}/dlq-{unique}",
-        "--model",
-        MODEL,
-        "--id-field",
-        "id",
-        "--checkpoint-dir",
-        str(checkpoints),
-        "--checkpoint-interval",
-        NEVER,
-        "--batch-size",
-        "50",
-        "--log-level",
-        "INFO",
-    ]
+        f"out-{unique}",
+        f"dlq-{unique}",
+        checkpoints,
+        interval=NEVER,
+        batch_size=50,
+    )
 
 
 def answered(bootstrap: str, unique: str) -> list[int]:

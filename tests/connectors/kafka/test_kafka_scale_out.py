@@ -8,11 +8,11 @@ from pathlib import Path
 import orjson
 from kafka_broker import free_port
 from kafka_helpers import (
-    MODEL,
     Daemon,
     assert_same_model,
     committed_offsets,
     create_topic,
+    daemon_args,
     group_members_with_partitions,
     make_events,
     model_of,
@@ -38,26 +38,15 @@ def worker_args(
         f"&sync_interval={SYNC_INTERVAL}&worker_id={worker}"
         f"&session_timeout_ms=6000&heartbeat_interval_ms=1000{extra}"
     )
-    return [
-        "--source",
+    return daemon_args(
+        bootstrap,
         source,
-        "--sink",
-        f"kafka://{bootstrap}/out-{unique}",
-        "--dead-letters",
-        f"kafka://{bootstrap}/dlq-{unique}",
-        "--model",
-        MODEL,
-        "--id-field",
-        "id",
-        "--checkpoint-dir",
-        str(checkpoints),
-        "--checkpoint-interval",
-        "1",
-        "--batch-size",
-        "50",
-        "--log-level",
-        "INFO",
-    ]
+        f"out-{unique}",
+        f"dlq-{unique}",
+        checkpoints,
+        interval="1",
+        batch_size=50,
+    )
 
 
 def learned(directory: Path) -> int:
