@@ -282,7 +282,7 @@ class Engine:
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
         # The column path (see _process_columns), unless decisions or checks need one
-        # dictionary per event; _try_columns checks the learner batch by batch.
+        # dictionary per event; _columns_wanted checks the learner batch by batch.
         self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
         self._columns_skip = 0  # batches left before the column path is tried again
         self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
@@ -1014,7 +1014,7 @@ class Engine:
         if cached is not None and cached[0] == labels:
             return cached[1]
         shown = list(orjson.loads(orjson.dumps(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
-        keys: list[Hashable] = list(shown) if len(shown) == len(labels) else list(labels)
+        keys: list[Hashable] = shown if len(shown) == len(labels) else list(labels)
         self._label_keys = (list(labels), keys)
         return keys
 
