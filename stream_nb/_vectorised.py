@@ -67,9 +67,9 @@ def _exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
     if axis == 0:
         out[0] = 0.0
         np.cumsum(a[:-1], axis=0, out=out[1:])
-    else:  # axis 1
-        out[:, 0] = 0.0
-        np.cumsum(a[:, :-1], axis=1, out=out[:, 1:])
+    else:  # the last axis
+        out[..., 0] = 0.0
+        np.cumsum(a[..., :-1], axis=-1, out=out[..., 1:])
     return out
 
 
@@ -101,22 +101,38 @@ def _row_sum(a: np.ndarray) -> np.ndarray:
     return total
 
 
+#: Products of factors between these bounds are exact to rounding in one ``log``.
+_PRODUCT_LOW, _PRODUCT_HIGH = 1e-280, 1e280
+
+
+def _sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """``np.log(a).sum(axis)`` as ``log(prod(a, axis))``: one logarithm per output instead
+    of one per factor (the libm ``log`` is the kernel's costliest operation per
+    element). Where a product leaves the normal range the logs are summed instead."""
+    product = np.multiply.reduce(a, axis=axis)
+    if product.min() > _PRODUCT_LOW and product.max() < _PRODUCT_HIGH:
+        return np.log(product)
+    return np.log(a).sum(axis=axis)
+
+
 def _grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Row ``i``: the sum of rows ``l < i`` with ``codes[l] == codes[i]``."""
+    """Column ``i`` of the K × n array ``a``: the sum of columns ``l < i`` with
+    ``codes[l] == codes[i]``."""
     # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
     keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
     order = np.argsort(keys, kind="stable")
-    sorted_codes = codes[order]
-    sums = _exclusive_cumsum(a[order])
-    # subtract, in each group, the running sum reached at the group's first row
+    sorted_codes = codes.take(order)
+    # (``take`` along an axis: several times faster than fancy indexing of a 2-D array)
+    sums = _exclusive_cumsum(a.take(order, axis=1), axis=-1)
+    # subtract, in each group, the running sum reached at the group's first column
     new_group = np.empty(len(codes), dtype=bool)
     new_group[0] = True
     np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
     group_of = np.cumsum(new_group) - 1
-    sums -= sums[np.flatnonzero(new_group)[group_of]]
-    out = np.empty_like(sums)
-    out[order] = sums
-    return out
+    sums -= sums.take(np.flatnonzero(new_group).take(group_of), axis=1)
+    unsort = np.empty_like(order)
+    unsort[order] = np.arange(len(order))
+    return sums.take(unsort, axis=1)
 
 
 def gaussian_predict_learn_many(
@@ -225,8 +241,8 @@ def gaussian_predict_learn_columns(
     rows_l = np.arange(b) if n_labelled == b else np.flatnonzero(labelled)
     k_l = k_arr[rows_l]
     w_l = w[rows_l]
-    onehot = np.zeros((b, n_classes))
-    onehot[rows_l, k_l] = w_l  # B × K learning weights
+    onehot_kb = np.zeros((n_classes, b))
+    onehot_kb.put(k_l * b + rows_l, w_l)  # K × B learning weights
 
     # --- categorical codes, checked before any statistic changes. Codes come from a
     # value -> code map kept on the model across batches (not a statistic: never
@@ -258,8 +274,9 @@ def gaussian_predict_learn_columns(
         cat_codes.append((code_values, code_arr, in_batch))
 
     model._g_sync()  # materialise lazily kept weights and variances
-    # Feature-major layout (F × B × K): the sums over features are then over the
-    # leading axis, which numpy does far faster than over a short last axis.
+    # Layout F × K × B (feature, class, event): the events run along the last,
+    # contiguous axis, so every numpy loop is B long (a short last axis costs ~10x),
+    # and the sums over features are over the leading axis.
     n0 = np.array(model._n).T  # F × K
     mean0 = np.array(model._mean).T
     m20 = np.array(model._m2).T
@@ -268,21 +285,21 @@ def gaussian_predict_learn_columns(
     gm20 = np.array(model._gm2)
     cw0 = np.array(model._cw)
 
-    # --- per-class Gaussian statistics before every event: F × B × K
-    d = x[:, :, None] - mean0[:, None, :]
-    wd = onehot[None, :, :] * d
-    s1 = _exclusive_cumsum(wd, axis=1)
-    s2 = _exclusive_cumsum(wd * d, axis=1)
-    wc = _exclusive_cumsum(onehot)  # B × K
-    n = n0[:, None, :] + wc[None, :, :]
-    mean = mean0[:, None, :] + s1 / n
-    var = (m20[:, None, :] + s2 - s1 * s1 / n) / n
+    # --- per-class Gaussian statistics before every event: F × K × B
+    d = x[:, None, :] - mean0[:, :, None]
+    wd = onehot_kb[None, :, :] * d
+    s1 = _exclusive_cumsum(wd, axis=-1)
+    s2 = _exclusive_cumsum(wd * d, axis=-1)
+    wc = _exclusive_cumsum(onehot_kb, axis=-1)  # K × B
+    n = n0[:, :, None] + wc[None, :, :]
+    mean = mean0[:, :, None] + s1 / n
+    var = (m20[:, :, None] + s2 - s1 * s1 / n) / n
     # --- global statistics (ε): F × B
     gd = x - gmean0[:, None]
     wl = np.where(labelled, w, 0.0)  # learning weight of every event (0 if unlabelled)
     gwd = wl[None, :] * gd
-    gs1 = _exclusive_cumsum(gwd, axis=1)
-    gs2 = _exclusive_cumsum(gwd * gd, axis=1)
+    gs1 = _exclusive_cumsum(gwd, axis=-1)
+    gs2 = _exclusive_cumsum(gwd * gd, axis=-1)
     learned_before = _exclusive_cumsum(wl)  # B
     gn = gn0[:, None] + learned_before[None, :]
     gvar = (gm20[:, None] + gs2 - gs1 * gs1 / gn) / gn
@@ -290,18 +307,19 @@ def gaussian_predict_learn_columns(
     if not (maxvar > 0.0).all():
         return None  # all features constant at some point: the per-event path
     eps = np.maximum(model.var_smoothing * maxvar, _MIN_EPSILON)
-    v = var + eps[None, :, None]
-    diff = x[:, :, None] - mean
-    jll = -0.5 * (len(gaussian) * LOG_2PI + np.log(v).sum(axis=0) + (diff * diff / v).sum(axis=0))
+    v = var + eps[None, None, :]
+    diff = x[:, None, :] - mean
+    # K × B
+    jll = -0.5 * (len(gaussian) * LOG_2PI + _sum_of_logs(v) + (diff * diff / v).sum(axis=0))
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if model._fit_prior:
         alpha = model._prior_alpha
-        cw = cw0[None, :] + wc
+        cw = cw0[:, None] + wc
         den = model._total + learned_before + n_classes * alpha
-        jll += np.log(cw + alpha) - np.log(den)[:, None]
+        jll += np.log(cw + alpha) - np.log(den)[None, :]
     else:
         jll -= math.log(n_classes)
-    # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α))
+    # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α)), as K × n_cat × B
     value_totals = None
     if categorical:
         alpha = model.alpha
@@ -309,16 +327,16 @@ def gaussian_predict_learn_columns(
         counts = model._counts
         n_cat = len(categorical)
         # All features at once: value codes made global (feature offsets), the events'
-        # one-hot class weights stacked once per feature, and N_{y,f,v} before every
+        # one-hot class weights repeated once per feature, and N_{y,f,v} before every
         # event as the start count plus a grouped exclusive cumsum over the batch.
         sizes = [len(code_values) for code_values, _, _ in cat_codes]
         offsets = np.cumsum([0, *sizes[:-1]]).tolist()
         codes_all = np.concatenate(
             [code_arr + offset for (_, code_arr, _), offset in zip(cat_codes, offsets, strict=True)]
         )
-        start = np.zeros((sum(sizes), n_classes))
-        pres0 = np.empty((n_cat, n_classes))
-        smoothing = np.empty((n_cat, b, 1))
+        start = np.zeros((n_classes, sum(sizes)))  # K × global code
+        pres0 = np.empty((n_classes, n_cat))
+        smoothing = np.empty((1, n_cat, b))
         for j, (f, (code_values, code_arr, present_codes), offset) in enumerate(
             zip(categorical, cat_codes, offsets, strict=True)
         ):
@@ -328,10 +346,10 @@ def gaussian_predict_learn_columns(
             for c in present_codes:
                 vc = values.get(code_values[c])
                 if vc is not None:
-                    start[offset + c] = [vc.get(y, 0.0) for y in labels]
+                    start[:, offset + c] = [vc.get(y, 0.0) for y in labels]
                 else:
                     unseen.append(c)
-            pres0[j] = [by_class.get(y, 0.0) for y in labels]
+            pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
                 is_new = np.zeros(len(code_values), dtype=bool)
@@ -340,30 +358,35 @@ def gaussian_predict_learn_columns(
                 _, first = np.unique(code_arr[learned_new], return_index=True)
                 new_first = np.sort(learned_new[first])
                 distinct = len(values) + np.searchsorted(new_first, np.arange(b), side="left")
-                smoothing[j, :, 0] = distinct * alpha
+                smoothing[0, j] = distinct * alpha
             else:
-                smoothing[j] = len(values) * alpha
-        before = _grouped_exclusive_cumsum(codes_all, np.tile(onehot, (n_cat, 1)))
-        count = (start[codes_all] + before).reshape(n_cat, b, n_classes)
-        pres = pres0[:, None, :] + wc[None, :, :]
-        jll += (np.log(count + alpha) - np.log(pres + smoothing)).sum(axis=0)
+                smoothing[0, j] = len(values) * alpha
+        before = _grouped_exclusive_cumsum(codes_all, np.tile(onehot_kb, (1, n_cat)))
+        count = (start.take(codes_all, axis=1) + before).reshape(n_classes, n_cat, b)
+        count += alpha
+        pres = pres0[:, :, None] + wc[:, None, :]
+        pres += smoothing
+        jll += _sum_of_logs(count, axis=1) - _sum_of_logs(pres, axis=1)
         if unit:
             # N_{y,f,v} learned in this batch, per global value code and class
-            learned_codes = codes_all.reshape(n_cat, b)[:, rows_l] * n_classes + k_l
+            learned_codes = codes_all.reshape(n_cat, b)
+            if n_labelled < b:
+                learned_codes = learned_codes.take(rows_l, axis=1)
+            learned_codes = learned_codes * n_classes + k_l
             value_totals = np.bincount(
                 learned_codes.ravel(), minlength=sum(sizes) * n_classes
             ).reshape(-1, n_classes)
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
-    top, best = _row_max_argmax(jll)
-    lse = top + np.log(_row_sum(np.exp(jll - top[:, None])))
-    log_proba = jll - lse[:, None]
+    top, best = _row_max_argmax(jll.T)
+    lse = top + np.log(_row_sum(np.exp(jll - top[None, :]).T))
+    log_proba = (jll - lse[None, :]).T  # B × K (a view of the K × B array)
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
-    wk = onehot.sum(axis=0)  # K
-    t1 = s1[:, -1] + wd[:, -1]  # F × K
-    t2 = s2[:, -1] + wd[:, -1] * d[:, -1]
+    wk = onehot_kb.sum(axis=1)  # K
+    t1 = s1[:, :, -1] + wd[:, :, -1]  # F × K
+    t2 = s2[:, :, -1] + wd[:, :, -1] * d[:, :, -1]
     n_end = n0 + wk[None, :]
     model._n = n_end.T.tolist()
     model._mean = (mean0 + t1 / n_end).T.tolist()

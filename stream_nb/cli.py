@@ -41,6 +41,7 @@ from stream_nb.engine import (
     ErrorPolicy,
     EventDecoder,
     tune_gc,
+    tune_malloc,
 )
 from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
 
@@ -649,6 +650,7 @@ class _Progress:
 def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from stream_nb.evaluation import PrequentialEvaluator
 
+    tune_malloc()  # before the model and the first batch: their memory is then reused
     # cross-flag checks, each naming the exact flag
     if args.demo is not None and args.source != "-":
         parser.error("--demo and --source are mutually exclusive: --demo generates the events")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from stream_nb.engine.checkpoint import Checkpointer, read_snapshot
 from stream_nb.engine.delayed import DelayedLabelCache
-from stream_nb.engine.engine import Engine, ErrorPolicy, RunSummary, tune_gc
+from stream_nb.engine.engine import Engine, ErrorPolicy, RunSummary, tune_gc, tune_malloc
 from stream_nb.engine.events import REASONS, Event, EventDecoder
 from stream_nb.engine.explain import explain
 
@@ -24,4 +24,5 @@ __all__ = [
     "explain",
     "read_snapshot",
     "tune_gc",
+    "tune_malloc",
 ]

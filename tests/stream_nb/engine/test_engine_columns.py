@@ -212,3 +212,45 @@ def test_an_evaluator_without_update_arrays_gets_the_same_events() -> None:
         reports.append(evaluator.report())
     assert reports[0] == reports[1]
     assert reports[0]["cumulative"]["n"] == sum(b'"y"' in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("classes", "templated"),
+    [
+        ([0, 1], True),
+        (["no %d", 'say "yes"', "é\u2028"], True),  # '%', quotes, escapes in keys and values
+        ([False, True], True),
+        ([3, 1, 2], True),
+        ([0, "zero"], False),  # mixed types: the records' dicts
+        ([1, "1"], False),  # the same object key twice: the records' dicts
+    ],
+)
+def test_file_records_from_the_line_template(
+    tmp_path: Any, classes: list[Any], templated: bool
+) -> None:
+    """File blocks build their records from one template per batch: byte for byte the
+    dicts' JSON, for every label type, and the dicts where the template cannot say it."""
+    rng = random.Random(9)
+    src = tmp_path / "in.jsonl"
+    events = [{**x, "y": classes[rng.randrange(len(classes))]} for x, _ in agrawal(9, 2500)]
+    src.write_bytes(b"\n".join(map(orjson.dumps, events)) + b"\n")
+    outputs, used = [], []
+    for columns in (True, False):
+        dst = tmp_path / f"out-{columns}.jsonl"
+        engine = Engine(NaiveBayes(), FileSource(src), FileSink(dst), batch_size=500)
+        engine._columns_ok = engine._columns_ok and columns
+        block_text = engine._block_text
+        texts: list[bytes | None] = []
+
+        def spy(*args: Any, _inner: Any = block_text, _texts: Any = texts) -> Any:
+            _texts.append(_inner(*args))
+            return _texts[-1]
+
+        engine._block_text = spy  # type: ignore[method-assign]
+        engine.run()
+        outputs.append(dst.read_bytes())
+        used.append(sum(t is not None for t in texts))
+    assert outputs[0] == outputs[1]
+    assert (used[0] >= 3) is templated and used[1] == 0
+    records = [orjson.loads(line) for line in outputs[0].splitlines()]
+    assert [r["y_true"] for r in records] == [e["y"] for e in events]
