@@ -33,8 +33,9 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 import orjson
 
 from connectors.base import LineBlock, Record, Sink, Source
@@ -45,9 +46,6 @@ from stream_nb.engine.checkpoint import Checkpointer
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
 from stream_nb.engine.explain import explain as explain_event
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["Engine", "ErrorPolicy", "RunSummary", "tune_gc", "tune_malloc"]
 
@@ -70,6 +68,7 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 _NUMBERS = frozenset((int, float))
 #: Label types whose JSON text is fixed by the class they equal (see Engine._block_text).
 _TEMPLATE_TYPES = frozenset((int, str, bool))
+_TEMPLATE_MAX_CLASSES = 64
 
 
 def tune_gc(gen0: int = 50_000) -> None:
@@ -333,7 +332,9 @@ class Engine:
         self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
         self._columns_skip = 0  # batches left before the column path is tried again
         self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
-        self._line_template: tuple[list[Hashable], bytes, list[bytes]] | None = None
+        self._line_template: (
+            tuple[list[Hashable], bytes, list[bytes], dict[Hashable, int]] | None
+        ) = None
         self._columns_misses = 0
 
     # ------------------------------------------------------------------ hooks
@@ -1114,18 +1115,20 @@ class Engine:
         """The prediction records of a labelled line block as one text, or ``None``.
 
         Byte for byte what ``orjson.dumps`` gives for the record dicts, built
-        without them: one ``%`` format of a per-batch template, the floats
+        without them: one ``%`` format of a per-batch template; the floats
         rendered by ``orjson`` (a list of them in one call, split at the
-        commas), the labels' JSON computed once. Taken when the labels and
-        the batch's true labels are all ``int``, ``str`` or ``bool`` of one
-        type (so a label's text is its class's text) and their object keys
-        are distinct.
+        commas); the text from ``"y_pred"`` to the first log-probability's
+        key precomputed for every (predicted, true) pair of classes. Taken
+        when the labels and the batch's true labels are all ``int``, ``str``
+        or ``bool`` of one type (so a label's text is its class's text), their
+        object keys are distinct and there are at most 64 classes.
         """
         b = len(ys)
+        k = len(labels)
         label_type = type(labels[0])
-        if label_type not in _TEMPLATE_TYPES or set(map(type, labels)) != {label_type}:
+        if k > _TEMPLATE_MAX_CLASSES or label_type not in _TEMPLATE_TYPES:
             return None
-        if set(map(type, ys)) != {label_type}:
+        if set(map(type, labels)) != {label_type} or set(map(type, ys)) != {label_type}:
             return None
         cached = self._line_template
         if cached is None or cached[0] != labels:
@@ -1136,22 +1139,26 @@ class Engine:
                 return None
             if len(set(keys)) != len(keys):
                 return None  # e.g. 1 and "1": the dict path shows what orjson does
-            log_proba_text = b",".join(key.replace(b"%", b"%%") + b":%b" for key in keys)
-            line = (
-                b'{"position":{"line":%d,"offset":%d},"y_pred":%b,"y_true":%b,'
-                b'"log_proba":{' + log_proba_text + b'},"n_learned":%d}'
-            )
-            cached = self._line_template = (list(labels), line, texts)
-        _, line, texts = cached
-        text_of = dict(zip(labels, texts))  # noqa: B905 (same length)
+            # pair p * k + t: '"y_pred":P,"y_true":T,"log_proba":{KEY0:'
+            pairs = [
+                b'"y_pred":' + predicted + b',"y_true":' + true + b',"log_proba":{' + keys[0] + b":"
+                for predicted in texts
+                for true in texts
+            ]
+            rest = b"".join(b"," + key.replace(b"%", b"%%") + b":%b" for key in keys[1:])
+            line = b'{"position":{"line":%d,"offset":%d},%b%b' + rest + b'},"n_learned":%d}'
+            column_of = {label: j for j, label in enumerate(labels)}
+            cached = self._line_template = (list(labels), line, pairs, column_of)
+        _, line, pairs, column_of = cached
+        pair = best * k
+        pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
         dumps = orjson.dumps
         floats = [dumps(column)[1:-1].split(b",") for column in log_proba.T.tolist()]
         first = block.first
         rows = zip(  # noqa: B905 (all b long)
             range(first, first + b),
             block.offsets,
-            map(texts.__getitem__, best.tolist()),
-            map(text_of.__getitem__, ys),
+            map(pairs.__getitem__, pair.tolist()),
             *floats,
             range(n_before, n_before + b),
         )
