@@ -84,8 +84,9 @@ class _LineSource(Source):
             self._skipped += i + 1
             self._finish_long()
             block = block[i + 1 :]
-        data = self._buf + block if self._buf else block
-        parts = data.split(b"\n")
+        parts = block.split(b"\n")
+        if self._buf:  # (no copy of the whole block to prepend the partial line)
+            parts[0] = self._buf + parts[0]
         tail = parts.pop()
         if parts:
             lengths = list(map(len, parts))
@@ -321,16 +322,21 @@ class _FdSink(Sink):
         if not self._buffer:
             return
         buffer = self._buffer
-        data = b"\n".join(buffer) + b"\n"
         self._buffer = []
         self._buffered = 0
-        view = memoryview(data)
+        if len(buffer) == 1:  # e.g. a whole batch's block: written as it is, no copy
+            pieces = [buffer[0], b"\n"]
+        else:
+            buffer.append(b"")  # the last newline, in the one copy join makes
+            pieces = [b"\n".join(buffer)]
         try:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            for piece in pieces:
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                self._written += len(piece)
         except OSError as exc:
             raise SinkError(f"cannot write to {self.name}: {exc}") from exc
-        self._written += len(data)
 
     def flush(self) -> None:
         self._write_out()

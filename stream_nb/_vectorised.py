@@ -32,6 +32,7 @@ classes without statistics for some feature, all-constant features.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Hashable, Mapping, Sequence
@@ -209,10 +210,11 @@ def gaussian_predict_learn_columns(
     where: dict[Hashable, int] = {f: j for j, f in enumerate(names)}
     g_cols = [columns[where[f]] for f in gaussian]
     for col in g_cols:
-        if len(col) != b or not set(map(type, col)) <= _NUMBERS:  # one C-level pass
+        if len(col) != b or not _NUMBERS.issuperset(map(type, col)):  # one C-level pass
             return None
-    try:
-        x = np.array(g_cols, dtype=np.float64)  # F × B
+    try:  # F × B (fromiter: no dtype discovery, which np.array does per element)
+        x = np.fromiter(itertools.chain.from_iterable(g_cols), np.float64, len(g_cols) * b)
+        x = x.reshape(len(g_cols), b)
     except (OverflowError, ValueError, TypeError):
         return None  # e.g. an int beyond the float range: the per-event path says so
     if not np.isfinite(x).all():
@@ -223,9 +225,9 @@ def gaussian_predict_learn_columns(
     # class index of every event (-1: unlabelled, predicted only)
     try:
         if None in ys:
-            k_of = [-1 if y is None else index[y] for y in ys]
+            k_arr = np.array([-1 if y is None else index[y] for y in ys], dtype=np.intp)
         else:
-            k_of = list(map(index.__getitem__, ys))
+            k_arr = np.fromiter(map(index.__getitem__, ys), np.intp, b)
     except (KeyError, TypeError):
         return None  # a new class (or an unhashable label): the per-event path
     unit = ws is None
@@ -235,7 +237,6 @@ def gaussian_predict_learn_columns(
         if len(w) != b or not (np.isfinite(w).all() and (w > 0.0).all()):
             return None  # the per-event path raises the right error
         unit = bool((w == 1.0).all())
-    k_arr = np.asarray(k_of, dtype=np.intp)
     labelled = k_arr >= 0
     n_labelled = int(labelled.sum())
     rows_l = np.arange(b) if n_labelled == b else np.flatnonzero(labelled)

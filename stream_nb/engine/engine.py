@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import enum
 import gc
-import itertools
 import logging
 import math
 import operator
@@ -668,10 +667,11 @@ class Engine:
         if set(map(type, objs)) != {dict}:
             return False
         decoded = self._columns_of(objs)
+        del objs  # the columns hold the values: free the dicts while they are in cache
         if decoded is None:
             return False
         x_names, x_columns, ys, ids, ws = decoded
-        b = len(objs)
+        b = len(payloads)
         n_labelled = b - ys.count(None) if None in ys else b
         delayed = self.delayed
         if n_labelled < b and delayed is not None and ids is not None:
@@ -1115,7 +1115,7 @@ class Engine:
         """The prediction records of a labelled line block as one text, or ``None``.
 
         Byte for byte what ``orjson.dumps`` gives for the record dicts, built
-        without them: one ``%`` format of a per-batch template; the floats
+        without them: one ``%`` format of a line template per event; the floats
         rendered by ``orjson`` (a list of them in one call, split at the
         commas); the text from ``"y_pred"`` to the first log-probability's
         key precomputed for every (predicted, true) pair of classes. Taken
@@ -1162,8 +1162,7 @@ class Engine:
             *floats,
             range(n_before, n_before + b),
         )
-        template = line + (b"\n" + line) * (b - 1)
-        return template % tuple(itertools.chain.from_iterable(rows))
+        return b"\n".join(map(line.__mod__, rows))
 
     def _columns_of(
         self, objs: list[dict[str, Any]]
