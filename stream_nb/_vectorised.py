@@ -287,14 +287,26 @@ def gaussian_predict_learn_columns(
     cw0 = np.array(model._cw)
 
     # --- per-class Gaussian statistics before every event: F × K × B
+    # (in place where possible: fewer temporaries stay in the CPU caches)
     d = x[:, None, :] - mean0[:, :, None]
     wd = onehot_kb[None, :, :] * d
     s1 = _exclusive_cumsum(wd, axis=-1)
-    s2 = _exclusive_cumsum(wd * d, axis=-1)
+    t1 = s1[:, :, -1] + wd[:, :, -1]  # the batch's sums S1, S2 (F × K), for after it
+    wd *= d  # w d², in place
+    s2 = _exclusive_cumsum(wd, axis=-1)
+    t2 = s2[:, :, -1] + wd[:, :, -1]
+    del wd
     wc = _exclusive_cumsum(onehot_kb, axis=-1)  # K × B
-    n = n0[:, :, None] + wc[None, :, :]
-    mean = mean0[:, :, None] + s1 / n
-    var = (m20[:, :, None] + s2 - s1 * s1 / n) / n
+    # 1 / n_i; without missing values every feature has its class's weight: K × B
+    if (n0 == n0[:1]).all():
+        inv_n = 1.0 / (n0[0][:, None] + wc)
+    else:
+        inv_n = 1.0 / (n0[:, :, None] + wc[None, :, :])
+    shift = s1 * inv_n  # μ_i - μ₀ = S1_i / n_i
+    var = s1 * shift  # M2_i / n_i = (M2₀ + S2_i - S1_i² / n_i) / n_i
+    np.subtract(s2, var, out=var)
+    var += m20[:, :, None]
+    var *= inv_n
     # --- global statistics (ε): F × B
     gd = x - gmean0[:, None]
     wl = np.where(labelled, w, 0.0)  # learning weight of every event (0 if unlabelled)
@@ -308,10 +320,13 @@ def gaussian_predict_learn_columns(
     if not (maxvar > 0.0).all():
         return None  # all features constant at some point: the per-event path
     eps = np.maximum(model.var_smoothing * maxvar, _MIN_EPSILON)
-    v = var + eps[None, None, :]
-    diff = x[:, None, :] - mean
+    v = var
+    v += eps[None, None, :]
+    z2 = np.subtract(d, shift, out=shift)  # x - μ_i = d - S1_i / n_i
+    z2 *= z2
+    z2 /= v
     # K × B
-    jll = -0.5 * (len(gaussian) * LOG_2PI + _sum_of_logs(v) + (diff * diff / v).sum(axis=0))
+    jll = -0.5 * (len(gaussian) * LOG_2PI + _sum_of_logs(v) + z2.sum(axis=0))
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if model._fit_prior:
         alpha = model._prior_alpha
@@ -386,8 +401,6 @@ def gaussian_predict_learn_columns(
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
     wk = onehot_kb.sum(axis=1)  # K
-    t1 = s1[:, :, -1] + wd[:, :, -1]  # F × K
-    t2 = s2[:, :, -1] + wd[:, :, -1] * d[:, :, -1]
     n_end = n0 + wk[None, :]
     model._n = n_end.T.tolist()
     model._mean = (mean0 + t1 / n_end).T.tolist()
