@@ -1152,8 +1152,11 @@ class Engine:
         _, line, pairs, column_of = cached
         pair = best * k
         pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
-        dumps = orjson.dumps
-        floats = [dumps(column)[1:-1].split(b",") for column in log_proba.T.tolist()]
+        # each class's column as one JSON array, cut at the commas (no float's text
+        # holds one); orjson writes float64 array items as it writes Python floats
+        by_class = np.ascontiguousarray(log_proba.T)
+        option = orjson.OPT_SERIALIZE_NUMPY
+        floats = [orjson.dumps(column, option=option)[1:-1].split(b",") for column in by_class]
         first = block.first
         rows = zip(  # noqa: B905 (all b long)
             range(first, first + b),

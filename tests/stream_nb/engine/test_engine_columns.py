@@ -254,3 +254,19 @@ def test_file_records_from_the_line_template(
     assert (used[0] >= 3) is templated and used[1] == 0
     records = [orjson.loads(line) for line in outputs[0].splitlines()]
     assert [r["y_true"] for r in records] == [e["y"] for e in events]
+
+
+def test_orjson_writes_float64_arrays_as_python_floats() -> None:
+    """The line template cuts each class's log-probabilities out of one numpy-serialised
+    array: orjson must write every float64 exactly as it writes the Python float."""
+    import struct
+
+    import numpy as np
+
+    rng = random.Random(11)
+    values = [0.0, -0.0, 1e-5, 1e16, 5e-324, -1.7976931348623157e308, math.inf, -math.inf]
+    values += [math.nan, -5393605223.684329, 1e22, 0.1]
+    values += [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(20000)]
+    values += [math.log(rng.random()) for _ in range(20000)]
+    as_array = orjson.dumps(np.array(values), option=orjson.OPT_SERIALIZE_NUMPY)
+    assert as_array == orjson.dumps(values)
