@@ -209,9 +209,10 @@ def gaussian_predict_learn_columns(
         return None
     where: dict[Hashable, int] = {f: j for j, f in enumerate(names)}
     g_cols = [columns[where[f]] for f in gaussian]
-    for col in g_cols:
-        if len(col) != b or not _NUMBERS.issuperset(map(type, col)):  # one C-level pass
-            return None
+    if any(len(col) != b for col in g_cols):
+        return None
+    if not _NUMBERS.issuperset(map(type, itertools.chain.from_iterable(g_cols))):
+        return None  # (one C-level pass over every value)
     try:  # F × B (fromiter: no dtype discovery, which np.array does per element)
         x = np.fromiter(itertools.chain.from_iterable(g_cols), np.float64, len(g_cols) * b)
         x = x.reshape(len(g_cols), b)
@@ -350,7 +351,8 @@ def gaussian_predict_learn_columns(
         codes_all = np.concatenate(
             [code_arr + offset for (_, code_arr, _), offset in zip(cat_codes, offsets, strict=True)]
         )
-        start = np.zeros((n_classes, sum(sizes)))  # K × global code
+        seen_codes: list[int] = []  # global codes of learned values, and their counts
+        seen_counts: list[float] = []
         pres0 = np.empty((n_classes, n_cat))
         smoothing = np.empty((1, n_cat, b))
         for j, (f, (code_values, code_arr, present_codes), offset) in enumerate(
@@ -362,7 +364,8 @@ def gaussian_predict_learn_columns(
             for c in present_codes:
                 vc = values.get(code_values[c])
                 if vc is not None:
-                    start[:, offset + c] = [vc.get(y, 0.0) for y in labels]
+                    seen_codes.append(offset + c)
+                    seen_counts += [vc.get(y, 0.0) for y in labels]
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
@@ -377,6 +380,9 @@ def gaussian_predict_learn_columns(
                 smoothing[0, j] = distinct * alpha
             else:
                 smoothing[0, j] = len(values) * alpha
+        start = np.zeros((n_classes, sum(sizes)))  # K × global code
+        if seen_codes:
+            start[:, seen_codes] = np.array(seen_counts).reshape(-1, n_classes).T
         before = _grouped_exclusive_cumsum(codes_all, np.tile(onehot_kb, (1, n_cat)))
         count = (start.take(codes_all, axis=1) + before).reshape(n_classes, n_cat, b)
         count += alpha
