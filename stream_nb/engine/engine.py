@@ -661,13 +661,13 @@ class Engine:
         perf = time.perf_counter
         batch_start = perf()
         try:
-            objs = list(map(orjson.loads, payloads))
+            parsed = _parse_uniform(payloads)
         except orjson.JSONDecodeError:
             return False
-        if set(map(type, objs)) != {dict}:
+        if parsed is None:
             return False
-        decoded = self._columns_of(objs)
-        del objs  # the columns hold the values: free the dicts while they are in cache
+        decoded = self._columns_of(*parsed)
+        del parsed  # the columns hold the values
         if decoded is None:
             return False
         x_names, x_columns, ys, ids, ws = decoded
@@ -1168,7 +1168,9 @@ class Engine:
         return b"\n".join(map(line.__mod__, rows))
 
     def _columns_of(
-        self, objs: list[dict[str, Any]]
+        self,
+        objs: list[dict[str, Any]],
+        transposed: tuple[dict[str, Any], list[Sequence[Any]]] | None = None,
     ) -> (
         tuple[
             tuple[str, ...],
@@ -1186,6 +1188,8 @@ class Engine:
         objects (the same keys throughout) are split into columns in one
         C-level transpose; flat events that differ only in the label, id or
         weight fields (e.g. some unlabelled) have those fields popped first.
+        ``transposed``: ``(first object, columns)`` when the caller has already
+        transposed uniform objects (``objs`` is then not read).
         """
         decoder = self.decoder
         label_field, id_field, weight_field = (
@@ -1194,19 +1198,24 @@ class Engine:
             decoder.weight_field,
         )
         features_field = decoder.features_field
-        first = objs[0]
-        names = tuple(first)
+        columns: list[Sequence[Any]] | None
+        if transposed is None:
+            first = objs[0]
+            names = tuple(first)
+            columns = _columns(objs, names)
+        else:
+            first, columns = transposed
+            names = tuple(first)
         nested = features_field in first and (
             decoder.shape == "nested"
             or (decoder.shape == "auto" and type(first[features_field]) is dict)
         )
-        b = len(objs)
+        b = len(objs) if columns is None else len(columns[0])
         ys: Sequence[Any]
         ids: Sequence[Any] | None = None
         raw_ws: Sequence[Any] | None = None
         x_columns: list[Sequence[Any]]
         xs: Sequence[Any] = objs
-        columns = _columns(objs, names)
         if columns is not None:
             where = {name: j for j, name in enumerate(names)}
             ys = columns[where[label_field]] if label_field in where else (None,) * b
@@ -1613,6 +1622,49 @@ class Engine:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now
                 metrics.record_model_size(self.learner.model_size())
+
+
+#: The column path parses and transposes a batch this many lines at a time, so each
+#: chunk's dicts are freed, and their memory reused, while still in the CPU caches.
+_PARSE_CHUNK = 256
+
+
+def _parse_uniform(
+    payloads: list[bytes],
+) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], list[Sequence[Any]]] | None] | None:
+    """Parse JSON lines for the column path: ``(objects, None)``, or ``([], (first
+    object, columns))`` when all are objects with the same keys (transposed chunk by
+    chunk); ``None`` if one is not an object. Raises ``orjson.JSONDecodeError``."""
+    loads = orjson.loads
+    first: dict[str, Any] | None = None
+    names: tuple[str, ...] = ()
+    chunks: list[list[Sequence[Any]]] = []
+    for start in range(0, len(payloads), _PARSE_CHUNK):
+        objs = list(map(loads, payloads[start : start + _PARSE_CHUNK]))
+        if set(map(type, objs)) != {dict}:
+            return None
+        if first is None:
+            first = objs[0]
+            names = tuple(first)
+        columns = _columns(objs, names)
+        if columns is None:
+            # not uniform (e.g. some events unlabelled): every object, the earlier
+            # chunks parsed again (their dicts are gone)
+            rest = list(map(loads, payloads[start + len(objs) :]))
+            if set(map(type, rest)) - {dict}:
+                return None
+            return [*map(loads, payloads[:start]), *objs, *rest], None
+        chunks.append(columns)
+    assert first is not None
+    if len(chunks) == 1:
+        return [], (first, chunks[0])
+    joined: list[Sequence[Any]] = []
+    for parts in zip(*chunks, strict=True):  # each column's parts, chunk after chunk
+        column: list[Any] = []
+        for part in parts:
+            column += part
+        joined.append(column)
+    return [], (first, joined)
 
 
 def _columns(dicts: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[Sequence[Any]] | None:

@@ -24,7 +24,9 @@ from stream_nb import (
 from stream_nb.datasets import agrawal, mixed_stream
 
 
-def _run(lines: list[bytes], make: Any, *, columns: bool, **kwargs: Any) -> tuple[Any, ...]:
+def _run(
+    lines: list[bytes], make: Any, *, columns: bool, batch_size: int = 200, **kwargs: Any
+) -> tuple[Any, ...]:
     learner = make()
     taken = [0]
     kernel = learner.predict_learn_columns
@@ -43,7 +45,7 @@ def _run(lines: list[bytes], make: Any, *, columns: bool, **kwargs: Any) -> tupl
         sink,
         dead_letters=MemorySink(),
         evaluator=evaluator,
-        batch_size=200,
+        batch_size=batch_size,
         **kwargs,
     )
     engine._columns_ok = engine._columns_ok and columns
@@ -89,6 +91,18 @@ def test_unlabelled_events_are_predicted_only() -> None:
             event["y"] = y
         lines.append(orjson.dumps(event))
     assert _both(lines) >= 5
+
+
+def test_batches_parsed_in_chunks_fall_back_whole_when_a_late_chunk_differs() -> None:
+    """Batches longer than the parse chunk: uniform ones are transposed chunk by chunk;
+    one whose later chunk has an unlabelled event is parsed again as a whole."""
+    lines = []
+    for i, (x, y) in enumerate(agrawal(13, 4000)):
+        event = dict(x)
+        if i % 1000 < 900 or i % 7:  # unlabelled events late in some batches
+            event["y"] = y
+        lines.append(orjson.dumps(event))
+    assert _both(lines, batch_size=1000) >= 2  # the first batch meets new classes
 
 
 def test_gaussian_nb_with_top_k() -> None:
