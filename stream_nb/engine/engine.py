@@ -58,6 +58,10 @@ _ln = math.log
 
 #: Seconds between two model-size measurements (an O(model) walk) for metrics.
 _MODEL_SIZE_EVERY = 5.0
+#: Under backlog, seconds between two refreshes of the prequential metrics (a report
+#: per batch cost ~4 % of the daemon's instructions); they are refreshed too whenever
+#: the engine catches up with its source or it is idle, and at the end.
+_EVALUATION_EVERY = 1.0
 
 #: The column path's smallest batch (below it numpy's fixed costs dominate) and the
 #: most batches it sits out after misses.
@@ -321,6 +325,7 @@ class Engine:
         self._batch_hooks: list[Callable[[Engine], None]] = []
         self._progress: Callable[[Engine], None] | None = None
         self._last_size_time = 0.0
+        self._last_evaluation_time = 0.0
         self._reported_evicted = 0
         self._dump_option = 0  # becomes OPT_NON_STR_KEYS once a non-string label is met
         self._rejected_outcome = (
@@ -526,8 +531,7 @@ class Engine:
             self.dead_letters.flush()
         if self.checkpointer is not None and self._since_checkpoint:
             self.checkpoint()
-        if self.metrics is not None and self.evaluator is not None:
-            self.metrics.record_evaluation(self.evaluator)
+        self._publish_evaluation()
         return self.summary(time.perf_counter() - start)
 
     def summary(self, seconds: float = 0.0) -> RunSummary:
@@ -555,7 +559,16 @@ class Engine:
             and time.monotonic() - self._last_checkpoint_time >= self.checkpoint_interval
         )
 
+    def _publish_evaluation(self) -> None:
+        """Refresh the prequential gauges and counters (an O(classes) report, and it
+        scores the evaluator's queued batches)."""
+        if self.metrics is not None and self.evaluator is not None:
+            self.metrics.record_evaluation(self.evaluator)
+            self._last_evaluation_time = time.monotonic()
+
     def _push(self) -> None:
+        # Caught up with the source: the metrics say what the output shows.
+        self._publish_evaluation()
         for sink in (self.sink, self.dead_letters):
             push = getattr(sink, "push", None)
             if push is not None:
@@ -563,6 +576,7 @@ class Engine:
 
     def _flush_idle(self) -> None:
         # The source is idle: make what was emitted visible downstream.
+        self._publish_evaluation()
         self.sink.flush()
         if self.dead_letters is not None:
             self.dead_letters.flush()
@@ -1615,9 +1629,9 @@ class Engine:
                 evicted = delayed.evicted - self._reported_evicted
                 self._reported_evicted = delayed.evicted
                 metrics.record_delayed_label_cache(size=len(delayed), evicted=max(0, evicted))
-            if self.evaluator is not None:
-                metrics.record_evaluation(self.evaluator)
             now = time.monotonic()
+            if now - self._last_evaluation_time >= _EVALUATION_EVERY:
+                self._publish_evaluation()
             if now - self._last_size_time >= _MODEL_SIZE_EVERY:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now

@@ -378,6 +378,35 @@ def test_metrics_recorded_per_batch():
     assert value("stream_nb_model_classes") == 3
 
 
+def test_prequential_metrics_refresh_at_most_once_a_second_under_backlog():
+    """A report per batch costs the daemon ~4 %: under backlog (full batches) the
+    prequential metrics are refreshed at most once a second, when the engine catches up
+    with its source, and at the end, where they equal the evaluator's."""
+    metrics = EngineMetrics()
+    calls = []
+    record = metrics.record_evaluation
+
+    def counting(evaluator):
+        calls.append(evaluator.n)
+        record(evaluator)
+
+    metrics.record_evaluation = counting
+    evaluator = PrequentialEvaluator()
+    Engine(
+        CategoricalNB(),
+        ListSource(list(_events(3000))),
+        MemorySink(),
+        evaluator=evaluator,
+        metrics=metrics,
+        batch_size=50,
+    ).run()
+    assert len(calls) < 30  # not one per batch (60 batches)
+    assert calls[-1] == evaluator.n == 3000
+    value = metrics.registry.get_sample_value
+    assert value("stream_nb_prequential_evaluated_total") == 3000
+    assert value("stream_nb_prequential_correct_total") == evaluator.n_correct
+
+
 def test_extra_state_and_batch_hooks_and_stop(tmp_path):
     cp = Checkpointer(tmp_path)
     seen = []
