@@ -82,26 +82,27 @@ def test_nested_events_with_ids_weights_and_string_labels() -> None:
     assert _both(lines) >= 5
 
 
-def test_unlabelled_events_are_predicted_only() -> None:
-    rng = random.Random(5)
+def _partly_labelled(seed: int, n: int, labelled: Any) -> list[bytes]:
+    """Agrawal lines; event ``i`` keeps its label when ``labelled(i)``."""
     lines = []
-    for x, y in agrawal(3, 2000):
+    for i, (x, y) in enumerate(agrawal(seed, n)):
         event = dict(x)
-        if rng.random() > 0.2:
+        if labelled(i):
             event["y"] = y
         lines.append(orjson.dumps(event))
-    assert _both(lines) >= 5
+    return lines
+
+
+def test_unlabelled_events_are_predicted_only() -> None:
+    rng = random.Random(5)
+    assert _both(_partly_labelled(3, 2000, lambda _: rng.random() > 0.2)) >= 5
 
 
 def test_batches_parsed_in_chunks_fall_back_whole_when_a_late_chunk_differs() -> None:
     """Batches longer than the parse chunk: uniform ones are transposed chunk by chunk;
     one whose later chunk has an unlabelled event is parsed again as a whole."""
-    lines = []
-    for i, (x, y) in enumerate(agrawal(13, 4000)):
-        event = dict(x)
-        if i % 1000 < 900 or i % 7:  # unlabelled events late in some batches
-            event["y"] = y
-        lines.append(orjson.dumps(event))
+    # unlabelled events late in every batch
+    lines = _partly_labelled(13, 4000, lambda i: i % 1000 < 900 or i % 7)
     assert _both(lines, batch_size=1000) >= 2  # the first batch meets new classes
 
 
@@ -209,12 +210,7 @@ class _DictEvaluator:
 
 def test_an_evaluator_without_update_arrays_gets_the_same_events() -> None:
     rng = random.Random(8)
-    lines = []
-    for x, y in agrawal(7, 1500):
-        event = dict(x)
-        if rng.random() > 0.1:
-            event["y"] = y
-        lines.append(orjson.dumps(event))
+    lines = _partly_labelled(7, 1500, lambda _: rng.random() > 0.1)
     reports = []
     for columns in (True, False):
         evaluator = _DictEvaluator()
@@ -260,7 +256,7 @@ def test_file_records_from_the_line_template(
             _texts.append(_inner(*args))
             return _texts[-1]
 
-        engine._block_text = spy  # type: ignore[method-assign]
+        engine._block_text = spy  # type: ignore[method-assign,assignment]
         engine.run()
         outputs.append(dst.read_bytes())
         used.append(sum(t is not None for t in texts))
