@@ -96,6 +96,7 @@ class Daemon:
         self.log_path = workdir / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        self._log_start = 0
 
     def start(self, timeout: float = 60.0) -> Daemon:
         command = [
@@ -107,6 +108,8 @@ class Daemon:
             "--log-format",
             "json",
         ]
+        # a restarted daemon appends to the same log: read only what this one writes
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 command,
@@ -122,7 +125,10 @@ class Daemon:
     def _logged_port(self) -> int | None:
         if self.proc is not None and self.proc.poll() is not None:
             raise AssertionError(f"stream-nb run exited early:\n{self.log_tail()}")
-        for line in self.log_path.read_text(errors="replace").splitlines():
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_start)
+            text = log.read().decode(errors="replace")
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
