@@ -27,6 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "stream-nb.json"
+CONSOLES = DEPLOY / "prometheus" / "consoles"
 RULE_FILES = (
     DEPLOY / "prometheus" / "stream-nb.rules.yml",
     DEPLOY / "prometheus" / "stream-nb.alerts.yml",
@@ -190,6 +191,8 @@ class PrometheusServer:
         Rule files to load.
     interval
         Scrape and rule evaluation interval.
+    consoles
+        Directory of console templates served at ``/consoles/`` (default: none).
     """
 
     def __init__(
@@ -198,11 +201,13 @@ class PrometheusServer:
         targets: list[str],
         rule_files: tuple[Path, ...] = RULE_FILES,
         interval: str = "1s",
+        consoles: Path | None = None,
     ) -> None:
         self.workdir = workdir
         self.targets = targets
         self.rule_files = rule_files
         self.interval = interval
+        self.consoles = consoles
         self.binary = tool("prometheus", "prometheus")
         self.config = workdir / "prometheus.yml"
         self.log_path = workdir / "prometheus.log"
@@ -242,6 +247,7 @@ class PrometheusServer:
                         f"--storage.tsdb.path={data}",
                         f"--web.listen-address=127.0.0.1:{self.port}",
                         "--log.level=warn",
+                        *self._console_flags(),
                     ],
                     cwd=self.workdir,
                     stdin=subprocess.DEVNULL,
@@ -257,6 +263,22 @@ class PrometheusServer:
                 if attempt == attempts - 1:
                     raise
         return self
+
+    def _console_flags(self) -> list[str]:
+        if self.consoles is None:
+            return []
+        return [
+            f"--web.console.templates={self.consoles}",
+            f"--web.console.libraries={self.consoles}",
+        ]
+
+    def get(self, path: str) -> tuple[int, str]:
+        """Status and body of a GET on the server (any path)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}", timeout=30) as response:
+                return int(response.status), response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode(errors="replace")
 
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from deploy_helpers import (
+    CONSOLES,
     JOB,
     RULE_FILES,
     Daemon,
@@ -92,7 +93,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     ).start()
     prom_dir = workdir / "prometheus"
     prom_dir.mkdir()
-    prometheus = PrometheusServer(prom_dir, [daemon.target])
+    prometheus = PrometheusServer(prom_dir, [daemon.target], consoles=CONSOLES)
     try:
         # Phase 1 is processed before Prometheus starts: its first sample of every
         # counter already holds it, and phase 2 is what the rates measure.
@@ -300,6 +301,22 @@ def test_every_non_kafka_panel_shows_the_run(run: Run) -> None:
         ]
         if not any(results):
             empty.append(panel["title"])
+    assert empty == []
+
+
+def test_the_console_is_served_and_its_panels_show_the_run(run: Run) -> None:
+    """deploy/prometheus/consoles/stream-nb.html (the dashboard without Grafana, and the
+    page of the screenshot): Prometheus serves it, and each panel's expression, with
+    the page's job and instance filters, has data."""
+    status, page = run.prometheus.get("/consoles/stream-nb.html")
+    assert status == 200, page
+    assert page.count("new PromConsole.Graph(") == 1
+    for script in re.findall(r'<script src="([^"]+)"', page):
+        assert run.prometheus.get(script)[0] == 200, script
+    parts = re.findall(r"'([^']*)' \+ sel \+ '([^']*)',", page)
+    assert len(parts) == 10
+    sel = f'job=~"{JOB}", instance=~"{grafana_variables(run.daemon.target, MODEL)["instance"]}"'
+    empty = [a + sel + b for a, b in parts if not run.prometheus.query(a + sel + b)]
     assert empty == []
 
 
