@@ -18,6 +18,7 @@
 #                                closes its logs), SIGKILL only after 120 s
 #   status                       exit 0 and print the address when running, else 3
 #   bootstrap                    print host:port
+#   jars                         fetch the jars if needed and print the classpath
 #   create-topic NAME [PARTITIONS]   create a topic (default 1 partition); no-op if
 #                                it exists. The broker does not create topics on
 #                                first use: a typo fails instead of making a
@@ -88,8 +89,7 @@ for value in "${PORT}" "${CONTROLLER_PORT}"; do
   esac
 done
 
-mkdir -p "${DATA_DIR}"
-DATA_DIR="$(cd "${DATA_DIR}" && pwd)"
+DATA_DIR="$(realpath -m "${DATA_DIR}")"
 CONFIG="${DATA_DIR}/server.properties"
 PID_FILE="${DATA_DIR}/broker.pid"
 LOG="${DATA_DIR}/broker.log"
@@ -224,6 +224,7 @@ cluster_id() {  # a random base64url UUID, as `kafka-storage.sh random-uuid` pri
 
 # ------------------------------------------------------------------ commands
 cmd_start() {
+  mkdir -p "${DATA_DIR}"
   exec 9>"${DATA_DIR}/.lock"
   # a second start waits for the first, then finds the broker running
   flock -w "$((START_TIMEOUT + 10))" 9 || die "another ${PROG} holds ${DATA_DIR}/.lock"
@@ -276,6 +277,10 @@ cmd_start() {
 }
 
 cmd_stop() {
+  if [ ! -d "${DATA_DIR}" ]; then
+    echo "${PROG}: not running (no data directory ${DATA_DIR})" >&2
+    return 0
+  fi
   exec 9>"${DATA_DIR}/.lock"
   flock -w "$((STOP_TIMEOUT + 10))" 9 || die "another ${PROG} holds ${DATA_DIR}/.lock"
   local pid waited=0
@@ -317,6 +322,9 @@ case "${COMMAND}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
+  jars)
+    jar_dirs
+    echo "${CLASSPATH_JARS}" ;;
   bootstrap)
     [ -f "${CONFIG}" ] || die "no broker in ${DATA_DIR} yet; run: bash scripts/kafka-local.sh start"
     bootstrap ;;
