@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README "Run the tests"; .ci/run calls exactly this).
 # It installs everything the tests need on a fresh machine: a virtualenv with the
-# package and its test extras, promtool (Debian's prometheus package) and the
-# Apache Kafka broker jars from Maven Central; then lint, type-check and pytest.
+# package and its test extras, Debian's prometheus (promtool and the server) and
+# systemd (systemd-analyze) packages, and the Apache Kafka broker jars from Maven
+# Central; then lint, type-check and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,19 +15,23 @@ fi
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test]'
 
-if ! command -v promtool >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  else
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-  fi
+# Debian packages of the deployment tests (tests/deploy/): promtool and the Prometheus
+# server (prometheus), systemd-analyze (systemd).
+debs=()
+{ command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; } || debs+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || debs+=(systemd)
+if [ "${#debs[@]}" -gt 0 ]; then
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
 fi
 
 if [ -f scripts/kafka_jars.sh ]; then
   bash scripts/kafka_jars.sh
 fi
+# the broker's console tools for scripts/kafka-local.sh (tests/deploy/test_kafka_local.py)
+bash scripts/kafka-local.sh jars >/dev/null
 
 ruff check .
 ruff format --check .
