@@ -105,7 +105,7 @@ class _LineSource(Source):
             if self._continued:
                 _log.warning(
                     "line %d of %s had no newline when it was read as a complete event; "
-                    "the %d bytes appended to it since are skipped",
+                    "the %d byte(s) appended to it since are skipped",
                     self._line,
                     self.name,
                     self._continued,
