@@ -529,7 +529,9 @@ class Engine:
             stage = "invalid_state"
             try:
                 body = self._snapshot_body()
+                position = body["source"]
                 data = encode_snapshot(body)
+                del body  # (freed before a second copy of the model is built)
                 self._validated("the new snapshot", decode_snapshot(data))
             except _STATE_ERRORS as exc:
                 kept = self._last_snapshot or "none"
@@ -546,7 +548,7 @@ class Engine:
                     result="failure", seconds=time.perf_counter() - start, reason=stage
                 )
             raise
-        self.source.commit(body["source"], snapshot_id)
+        self.source.commit(position, snapshot_id)
         if self.metrics is not None:
             self.metrics.record_checkpoint(result="success", seconds=time.perf_counter() - start)
         self._last_snapshot = snapshot_id
