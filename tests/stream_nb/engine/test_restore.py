@@ -339,6 +339,35 @@ def test_ids_and_labels_beyond_64_bits_stay_exact_with_delayed_labels():
     assert type(engine.learner.predict_one({"f": "v"})) is int
 
 
+@pytest.mark.parametrize("path", ["column", "per-event (--explain)"])
+def test_wide_ids_and_labels_leave_the_column_path_and_stay_exact(path):
+    lines = []
+    for i in range(300):
+        label = 2**70 if i % 2 else 5
+        event = {"a": float(i % 7) + (i % 2), "b": str(i % 3), "y": label, "id": i}
+        if i >= 200:
+            event["id"] = 18446744073709551617 + i  # beyond 64 bits from here on
+        lines.append(json.dumps(event).encode())
+    sink = MemorySink()
+    engine = Engine(
+        NaiveBayes(),
+        ListSource(lines),
+        sink,
+        evaluator=PrequentialEvaluator(),
+        batch_size=100,
+        explain=path != "column",
+    )
+    engine.run()
+    records = [json.loads(v) for v in sink.values()]
+    assert [r["id"] for r in records] == [
+        *range(200),
+        *(18446744073709551617 + i for i in range(200, 300)),
+    ]
+    assert [r["y_true"] for r in records] == [2**70 if i % 2 else 5 for i in range(300)]
+    assert all(type(r["id"]) is int for r in records)
+    assert {r["y_pred"] for r in records[2:]} <= {5, 2**70}
+
+
 # ---------------------------------------------------------------------- many classes
 def test_batches_shrink_with_many_classes_and_top_k_keeps_k():
     n_classes = 1_000
