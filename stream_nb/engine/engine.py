@@ -706,11 +706,8 @@ class Engine:
         """No valid snapshot: refuse, or (``reset_state``) clear what a new model replaces."""
         assert self.checkpointer is not None
         directory = str(self.checkpointer.directory)
-        outputs = [
-            found
-            for sink in (self.sink, self.dead_letters)
-            if sink is not None and (found := sink.existing_output()) is not None
-        ]
+        sinks = [sink for sink in (self.sink, self.dead_letters) if sink is not None]
+        outputs = [found for sink in sinks if (found := _existing_output(sink)) is not None]
         if not invalid and not outputs:
             return  # a first start: nothing to lose
         if not self.reset_state:
@@ -730,9 +727,10 @@ class Engine:
             )
         for path, reason in invalid:
             self.checkpointer.reject(path, reason)
-        for sink in (self.sink, self.dead_letters):
-            if sink is not None and sink.existing_output() is not None:
-                _log.warning("--reset-state: truncating %s", sink.existing_output())
+        for sink in sinks:
+            found = _existing_output(sink)
+            if found is not None:
+                _log.warning("--reset-state: truncating %s", found)
                 sink.discard()
         _log.warning(
             "--reset-state: starting a new model in %s (%d invalid snapshot(s) moved aside)",
@@ -1968,6 +1966,12 @@ def _columns(dicts: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[Se
         return list(zip(*map(operator.itemgetter(*names), dicts)))  # noqa: B905 (same keys)
     except KeyError:
         return None
+
+
+def _existing_output(sink: Sink) -> str | None:
+    """:meth:`Sink.existing_output`, ``None`` for a sink without it (duck-typed sinks)."""
+    existing = getattr(sink, "existing_output", None)
+    return None if existing is None else existing()
 
 
 def _true_label_log_probas(
