@@ -249,6 +249,34 @@ class Checkpointer:
             os.close(fd)
             raise CheckpointError(f"cannot write lock file {str(path)!r}: {exc}") from exc
         self._lock_fd = fd
+        self.check_lock()  # the file locked is the one at the path (not removed meanwhile)
+
+    def check_lock(self) -> None:
+        """Check that the lock file this object holds is still the one in the directory.
+
+        A lock file removed by hand (or the directory replaced) would let a second
+        daemon lock a new file and run beside this one; :meth:`write_encoded`
+        checks before every snapshot, so the first one stops instead.
+
+        Raises
+        ------
+        CheckpointError
+            If the lock file was removed or replaced.
+        """
+        if self._lock_fd < 0:
+            return
+        path = self.directory / LOCK_NAME
+        try:
+            same = os.stat(path).st_ino == os.fstat(self._lock_fd).st_ino
+        except OSError:
+            same = False
+        if not same:
+            self.unlock()
+            raise CheckpointError(
+                f"lock file {str(path)!r} was removed or replaced while this process held "
+                "it, so another stream-nb run may own the directory now; stopping. Never "
+                "delete the lock file of a running daemon"
+            )
 
     def unlock(self) -> None:
         """Release :meth:`lock` (the lock file stays; it only holds the last pid)."""
@@ -363,6 +391,7 @@ class Checkpointer:
 
     def write_encoded(self, data: bytes) -> str:
         """Write :func:`encode_snapshot` output as the next snapshot (see :meth:`write`)."""
+        self.check_lock()
         existing = self._sequence()
         seq = self._next_sequence(existing)
         snapshot_id = f"{seq:012d}"

@@ -164,6 +164,20 @@ def test_lock_is_released_by_the_kernel_when_the_holder_is_killed(tmp_path):
     mine.unlock()
 
 
+def test_a_removed_lock_file_stops_the_owner_at_its_next_snapshot(tmp_path):
+    owner = Checkpointer(tmp_path)
+    owner.lock()
+    owner.write({"n": 1})
+    (tmp_path / "stream-nb.lock").unlink()  # by hand, while the owner runs
+    newcomer = Checkpointer(tmp_path)
+    newcomer.lock()  # a new file: the kernel cannot tell
+    with pytest.raises(CheckpointError, match="was removed or replaced while this process"):
+        owner.write({"n": 2})
+    assert not owner.locked and newcomer.locked
+    assert owner.latest() == ("000000000001", {"n": 1})  # nothing written by the old owner
+    newcomer.unlock()
+
+
 def test_readers_take_no_lock_and_never_touch_files(tmp_path):
     cp = Checkpointer(tmp_path)
     cp.lock()
