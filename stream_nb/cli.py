@@ -1207,16 +1207,20 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
             file=sys.stderr,
         )
         return 1
-    try:
-        for path in args.snapshots:
-            _, learner = _snapshot_model(path)
+    for path in args.snapshots:
+        try:
+            _, learner = _snapshot_model(path)  # (its errors name the file)
+        except StreamNBError as exc:
+            print(f"stream-nb merge: {exc}", file=sys.stderr)
+            return 1
+        try:
             merged = learner if merged is None else merged.merge(learner)
-    except StreamNBError as exc:
-        print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
-        return 1
-    except _STATE_ERRORS as exc:
-        print(f"stream-nb merge: {path}: cannot merge this model: {exc!r}", file=sys.stderr)
-        return 1
+        except StreamNBError as exc:
+            print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
+            return 1
+        except _STATE_ERRORS as exc:
+            print(f"stream-nb merge: {path}: cannot merge this model: {exc!r}", file=sys.stderr)
+            return 1
     assert merged is not None
     body = {
         "format": "stream-nb/engine",
