@@ -429,7 +429,7 @@ def test_crash_loop_ends_as_the_uninterrupted_run(tmp_path):
     crashy.mkdir()
     rng = random.Random(20261123)
     targets = sorted(rng.sample(range(2_000, n - 2_000), 9))
-    kills = 0
+    kills = seconds = 0
     reset = False
     for step, target in enumerate(targets):
         extra = ["--reset-state"] if reset else []
@@ -440,8 +440,11 @@ def test_crash_loop_ends_as_the_uninterrupted_run(tmp_path):
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.002)
         if step == 2 and proc.poll() is None:
+            proc.send_signal(signal.SIGSTOP)  # frozen mid-run, lock held: no race to the end
             second = run(*args(crashy), timeout=60)
+            proc.send_signal(signal.SIGCONT)
             refused(second, f"(pid {proc.pid})")
+            seconds += 1
         time.sleep(rng.uniform(0, 0.05))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -455,7 +458,7 @@ def test_crash_loop_ends_as_the_uninterrupted_run(tmp_path):
                 path.unlink()  # every one lost: refused until --reset-state
             refused(run(*args(crashy), timeout=60), "refusing to start a new model")
             reset = True
-    assert kills >= 5
+    assert kills >= 5 and seconds == 1
     final = run(*args(crashy), *(["--reset-state"] if reset else []))
     assert _outcome(crashy, final) == expected
     if expected[0] == 0:  # (an uninterrupted run that refuses poison stops there too)
