@@ -76,6 +76,14 @@ def wait_for(predicate, timeout=60.0):
         time.sleep(0.01)
 
 
+def _lock_holder(directory):
+    """The pid written in a checkpoint directory's lock file (``None`` before any)."""
+    try:
+        return int((directory / "stream-nb.lock").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def categorical_lines(n, seed=5):
     return [orjson.dumps({**x, "y": y}) for x, y in categorical_stream(seed, n)]
 
@@ -439,7 +447,8 @@ def test_crash_loop_ends_as_the_uninterrupted_run(tmp_path):
         while proc.poll() is None and count_lines(crashy / "out.jsonl") < target:
             assert time.monotonic() < deadline, "no progress"
             time.sleep(0.002)
-        if step == 2 and proc.poll() is None:
+        if step == 2:
+            wait_for(lambda pid=proc.pid: _lock_holder(crashy / "ck") == pid)
             proc.send_signal(signal.SIGSTOP)  # frozen mid-run, lock held: no race to the end
             second = run(*args(crashy), timeout=60)
             proc.send_signal(signal.SIGCONT)
