@@ -15,7 +15,9 @@ Delivery contract used by the engine, per batch::
 
 On restart the engine restores the snapshot and calls ``source.seek(position)``
 (seekable sources) and ``sink.truncate(sink_position)`` (sinks that can), so no
-event is learned twice and none is lost.
+event is learned twice and none is lost. Without a snapshot, a sink whose
+:meth:`Sink.existing_output` is not ``None`` makes the engine refuse to start
+(unless told to start over, then :meth:`Sink.discard` empties it).
 
 ``close`` may not run on a crash (kill -9); nothing here relies on it for
 correctness.
@@ -186,6 +188,19 @@ class Sink(abc.ABC):
 
     def truncate(self, position: dict[str, Any]) -> None:  # noqa: B027
         """Drop output written after ``position`` (on restore), where the sink can."""
+
+    def existing_output(self) -> str | None:
+        """What this sink already held when opened, e.g. ``"812 bytes in 'out.jsonl'"``,
+        or ``None`` (empty, or a sink that cannot tell: stdout, Kafka).
+
+        A run without a snapshot refuses to start on a sink that holds output
+        (the engine would append a second history to it) unless told to
+        start over, which calls :meth:`discard`.
+        """
+        return None
+
+    def discard(self) -> None:  # noqa: B027
+        """Drop everything this sink holds (``--reset-state``), where the sink can."""
 
     @abc.abstractmethod
     def close(self) -> None:

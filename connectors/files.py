@@ -9,6 +9,14 @@ byte offset where the line starts. ``position()`` is ``{"line": lines handed
 out, "offset": bytes handed out}``, i.e. where reading resumes after a
 :meth:`FileSource.seek`.
 
+A line is never split into two events. While following a file, a last line
+without a newline stays unread until its newline arrives. At the end of a
+file that is not followed, such a line is one complete event, and the
+position says so (``"unterminated": true``): if the file later grows and is
+read again from that position, the bytes that complete the line belong to the
+event already handed out and are skipped up to its newline (with a warning),
+so the next line is the next event and line numbers stay exact.
+
 Sinks buffer records and write them with one ``os.write`` per
 ``buffer_bytes``; :meth:`FileSink.flush` also fsyncs, and
 :meth:`FileSink.position` is the durable byte length, so a checkpoint can pin
@@ -18,6 +26,7 @@ it and :meth:`FileSink.truncate` can cut output written after it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
 import stat
@@ -37,6 +46,8 @@ _BLOCK_BYTES = 1 << 18
 _FOLLOW_POLL_SECONDS = 0.05
 #: Bytes buffered by sinks before an ``os.write``.
 _BUFFER_BYTES = 1 << 16
+
+_log = logging.getLogger("stream_nb.connectors.files")
 
 
 def _check_limit(max_line_bytes: Any) -> int:
@@ -73,9 +84,33 @@ class _LineSource(Source):
         self._eof = False
         self._pos_line = line
         self._pos_offset = offset
+        # the last line split had no newline (end of input): the position says so
+        self._last_open = False
+        self._pos_open = False
+        # after a seek to an unterminated line: skipping the bytes that complete it
+        self._continuing = False
+        self._continued = 0
 
     # ------------------------------------------------------------------ splitting
     def _feed(self, block: bytes) -> None:
+        if self._continuing:
+            i = block.find(b"\n")
+            if i < 0:
+                self._continued += len(block)
+                self._start += len(block)
+                return
+            self._continued += i
+            self._start += i + 1
+            self._continuing = False
+            if self._continued:
+                _log.warning(
+                    "line %d of %s had no newline when it was read as a complete event; "
+                    "the %d byte(s) appended to it since are skipped",
+                    self._line,
+                    self.name,
+                    self._continued,
+                )
+            block = block[i + 1 :]
         if self._discarding:
             i = block.find(b"\n")
             if i < 0:
@@ -120,12 +155,14 @@ class _LineSource(Source):
         """End of input: a last line without newline is a line."""
         if self._discarding:
             self._finish_long()
+            self._last_open = True
         elif self._buf:
             self._line += 1
             self._payloads.append(self._buf)
             self._offsets.append(self._start)
             self._start += len(self._buf)
             self._buf = b""
+            self._last_open = True
         self._eof = True
 
     def _wait(self, timeout: float) -> bool:
@@ -174,8 +211,10 @@ class _LineSource(Source):
         block = LineBlock(payloads[:stop], first, offsets[:stop])
         if stop < len(payloads):  # the source position: where the next line starts
             self._pos_line, self._pos_offset = first + stop - 1, offsets[stop]
+            self._pos_open = False
         else:
             self._pos_line, self._pos_offset = self._line, self._start
+            self._pos_open = self._last_open
         # Drop what was handed out: ready lines stay under one batch plus one block.
         del payloads[:stop]
         del offsets[:stop]
@@ -186,6 +225,8 @@ class _LineSource(Source):
         return self._eof and not self._payloads
 
     def position(self) -> dict[str, Any]:
+        if self._pos_open:
+            return {"line": self._pos_line, "offset": self._pos_offset, "unterminated": True}
         return {"line": self._pos_line, "offset": self._pos_offset}
 
 
@@ -198,7 +239,9 @@ class FileSource(_LineSource):
         The file.
     follow
         Keep waiting for new lines at the end of the file instead of ending
-        (a last line is only handed out once its newline was written).
+        (a last line is only handed out once its newline was written; without
+        ``follow`` it is handed out at the end of the file, see the module
+        docstring).
     max_line_bytes
         Longest line handed out whole.
 
@@ -213,10 +256,20 @@ class FileSource(_LineSource):
     b'{"a":1}' {'line': 1, 'offset': 0}
     b'' {'line': 2, 'offset': 8}
     b'{"a":2}' {'line': 3, 'offset': 9}
-    >>> src.position(), src.exhausted
-    ({'line': 3, 'offset': 16}, True)
+    >>> src.position(), src.exhausted  # the last line had no newline
+    ({'line': 3, 'offset': 16, 'unterminated': True}, True)
     >>> src.seek({"line": 1, "offset": 8}); [r.payload for r in src.next_batch(10, 0)]
     [b'', b'{"a":2}']
+    >>> src.close()
+
+    Read again from that position once the file has grown, the bytes that
+    completed line 3 are skipped (line 3 was already an event):
+
+    >>> _ = open(path, "ab").write(b'  \\n{"a":3}\\n')
+    >>> src = FileSource(path)
+    >>> src.seek({'line': 3, 'offset': 16, 'unterminated': True})
+    >>> [(r.payload, r.position) for r in src.next_batch(10, 0)]
+    [(b'{"a":3}', {'line': 4, 'offset': 19})]
     >>> src.close()
     """
 
@@ -234,9 +287,10 @@ class FileSource(_LineSource):
 
     def seek(self, position: dict[str, Any]) -> None:
         line, offset = position.get("line"), position.get("offset")
+        unterminated = position.get("unterminated", False)
         if not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (line, offset)
-        ):
+        ) or not isinstance(unterminated, bool):
             raise SourceError(
                 f"cannot seek {self.path!r} to {position!r}; "
                 "expected {'line': n, 'offset': bytes}"
@@ -250,6 +304,9 @@ class FileSource(_LineSource):
             )
         os.lseek(self._fd, offset, os.SEEK_SET)
         self._reset(line, offset)
+        # the line before ``offset`` was read without its newline: what completes it since
+        # belongs to that line, not to a new one
+        self._continuing = self._pos_open = unterminated
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -446,6 +503,14 @@ class FileSink(_FdSink):
         except OSError as exc:
             raise SinkError(f"cannot truncate {self.name}: {exc}") from exc
         self._written = self._durable = size
+
+    def existing_output(self) -> str | None:
+        if not self._regular or not self._durable:
+            return None
+        return f"{self._durable} bytes in {self.name}"
+
+    def discard(self) -> None:
+        self.truncate({"bytes": 0})
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -163,6 +163,12 @@ class MemorySink(Sink):
         del self.flushed[count:]
         self.pending.clear()
 
+    def existing_output(self) -> str | None:
+        return f"{len(self.flushed)} records in a MemorySink" if self.flushed else None
+
+    def discard(self) -> None:
+        self.truncate({"count": 0})
+
     def values(self) -> list[bytes]:
         """Every record written, durable first."""
         return self.flushed + self.pending

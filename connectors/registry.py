@@ -11,9 +11,12 @@ URL                    as a source                   as a sink
 
 A factory is called as ``factory(url, options)`` where ``options`` is a dict
 of settings from the CLI (``max_line_bytes``, ``follow``, ``role`` — one of
-``"source"``, ``"sink"``, ``"dead_letters"`` — and ``metrics``, the
-:class:`~stream_nb.metrics.EngineMetrics` or ``None``); a factory ignores
-keys it does not know.
+``"source"``, ``"sink"``, ``"dead_letters"`` — ``metrics``, the
+:class:`~stream_nb.metrics.EngineMetrics` or ``None``, and ``reset_state``,
+true when ``--reset-state`` accepts starting a new model: a connector that
+can tell that earlier progress exists without a snapshot, e.g. consumer-group
+offsets, refuses to start without it); a factory ignores keys it does not
+know.
 """
 
 from __future__ import annotations

@@ -198,6 +198,11 @@ def gaussian_predict_learn_columns(
     gaussian: tuple[Hashable, ...] = model._order
     if hasattr(model, "_plans"):  # NaiveBayes: the cached split of these names by kind
         plan = model._plans.get(names)
+        if plan is None and model._kinds.keys() >= set(names):
+            # every kind is known: the plan is determined (and cached) whether or not an
+            # earlier event built it, so the result does not depend on the cache's history
+            # (e.g. a model just restored from its state)
+            plan = model._plan(dict.fromkeys(names), False)
         if plan is None or plan.gaussian != gaussian:
             return None
         categorical = plan.categorical

@@ -32,7 +32,13 @@ import orjson
 
 import stream_nb
 from connectors.registry import open_sink, open_source
-from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError, StreamNBError
+from stream_nb._exceptions import (
+    CheckpointError,
+    ConfigError,
+    InvalidEventError,
+    ModelStateError,
+    StreamNBError,
+)
 from stream_nb.base import Learner
 from stream_nb.engine import (
     Checkpointer,
@@ -43,7 +49,9 @@ from stream_nb.engine import (
     tune_gc,
     tune_malloc,
 )
+from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
+from stream_nb.engine.engine import ENGINE_STATE_FORMAT
 
 __all__ = ["build_parser", "main"]
 
@@ -371,7 +379,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint-dir holds none",
     )
     g = run.add_argument_group("checkpoints, metrics, reports")
-    _flag(g, "--checkpoint-dir", metavar="DIR", help="snapshot directory (restored on start)")
+    _flag(
+        g,
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="snapshot directory (restored on start; one daemon per directory, locked)",
+    )
+    _flag(
+        g,
+        "--reset-state",
+        switch=True,
+        help="accept starting a new model when --checkpoint-dir holds snapshots but none is "
+        "valid, or holds none while the output files already have records: invalid "
+        "snapshots are moved aside (*.rejected), the output and dead-letter files are "
+        "truncated, the input is read from its start (a valid snapshot is always restored)",
+    )
     _flag(
         g,
         "--checkpoint-every",
@@ -391,6 +413,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-address",
         metavar="HOST:PORT",
         help="serve /metrics, /healthz, /readyz there (port 0 picks a free one)",
+    )
+    _flag(
+        g,
+        "--health-deadline",
+        type=_positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="/healthz fails (503) when the processing loop has not completed an iteration "
+        "(idle polls included) for this long",
     )
     _flag(
         g,
@@ -602,7 +633,7 @@ def _parse_address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int
 
 
 def _emit_report(report: Any, target: str | None, default_stream: Any) -> None:
-    data = orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2, default=str)
+    data = dumps_exact(report, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2)
     if target is None:
         stream = default_stream
     elif target == "-":
@@ -681,9 +712,17 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     loss_matrix = _loss_matrix(parser, args.loss_matrix)
     address = None if args.metrics_address is None else _parse_address(parser, args.metrics_address)
 
+    if args.reset_state and args.checkpoint_dir is None:
+        parser.error("--reset-state needs --checkpoint-dir")
     _setup_logging(args.log_level, args.log_format)
     learner = _make_learner(parser, args.model, params)
     decoder = _decoder(args, [args.model])
+    checkpointer = None
+    if args.checkpoint_dir is not None:
+        # One daemon per directory, checked before any connector is opened (a second
+        # instance must not join the first's consumer group or touch its files).
+        checkpointer = Checkpointer(args.checkpoint_dir)
+        checkpointer.lock()
 
     metrics = None
     if address is not None:
@@ -702,6 +741,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # refer to output a crash could lose; without checkpoints a restart starts
         # over anyway, so they are written (to the OS) but not fsynced.
         "fsync": args.checkpoint_dir is not None,
+        "reset_state": args.reset_state,
     }
     source_url = args.source
     if args.demo is not None:
@@ -722,12 +762,9 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         parser.error(str(exc))
-    checkpointer = None
     checkpoint_interval = args.checkpoint_interval
-    if args.checkpoint_dir is not None:
-        checkpointer = Checkpointer(args.checkpoint_dir)
-        if args.checkpoint_every is None and checkpoint_interval is None:
-            checkpoint_interval = 60.0
+    if checkpointer is not None and args.checkpoint_every is None and checkpoint_interval is None:
+        checkpoint_interval = 60.0
     delayed = None
     if args.delayed_labels:
         delayed = DelayedLabelCache(
@@ -751,6 +788,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         explain=args.explain,
         loss_matrix=loss_matrix,
         delayed=delayed,
+        reset_state=args.reset_state,
     )
     for connector in (source, sink, dead_letters):
         # Connectors that need engine hooks (e.g. Kafka model sync) attach before restore.
@@ -759,8 +797,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             attach(engine)
     restored = engine.restore()
     if not restored and args.initial_model is not None:
-        body = read_snapshot(args.initial_model)
-        initial = Learner.from_state(body["learner"])
+        _, initial = _snapshot_model(args.initial_model)
         if type(initial) is not type(learner):
             parser.error(
                 f"--initial-model holds a {type(initial).__name__}, not a {args.model}; "
@@ -770,9 +807,15 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     tune_gc()  # after the model is loaded: it is frozen out of future collections
     server = None
     if address is not None and metrics is not None:
-        from stream_nb.metrics import serve_metrics
+        from stream_nb.metrics import progress_check, serve_metrics
 
-        server = serve_metrics(metrics, address[0], address[1], ready=lambda: engine.ready)
+        server = serve_metrics(
+            metrics,
+            address[0],
+            address[1],
+            ready=lambda: engine.ready,
+            live=progress_check(engine.progress_age, args.health_deadline),
+        )
         _log.info("metrics on %s/metrics", server.url, extra={"data": {"port": server.port}})
 
     def _stop(signum: int, frame: Any) -> None:
@@ -1018,6 +1061,38 @@ def _nan(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
+#: What a malformed model state can raise from code that does not map it to
+#: ModelStateError; the commands report each as one line, never a traceback.
+_STATE_ERRORS = (KeyError, TypeError, ValueError, ArithmeticError, AttributeError, IndexError)
+
+
+def _snapshot_model(path: str) -> tuple[dict[str, Any], Learner]:
+    """A snapshot file's (or a checkpoint directory's newest valid) body and its model.
+
+    Raises
+    ------
+    CheckpointError
+        If it is not a readable stream-nb engine snapshot.
+    ModelStateError
+        If its model state is invalid.
+    """
+    body = read_snapshot(path)
+    found = body.get("format")
+    if found != ENGINE_STATE_FORMAT:
+        raise CheckpointError(
+            f"{path}: engine state format {found!r}, expected {ENGINE_STATE_FORMAT!r}; "
+            "give a snapshot written by 'stream-nb run' or 'stream-nb merge'"
+        )
+    if not isinstance(body.get("learner"), dict):
+        raise CheckpointError(f"{path}: the snapshot has no 'learner' state object")
+    try:
+        return body, Learner.from_state(body["learner"])
+    except ModelStateError as exc:
+        raise ModelStateError(f"{path}: invalid learner state: {exc}") from exc
+    except _STATE_ERRORS as exc:
+        raise ModelStateError(f"{path}: invalid learner state: {exc!r}") from exc
+
+
 def _informative_features(learner: Learner, top: int) -> list[dict[str, Any]]:
     """The ``top`` most informative features, best first.
 
@@ -1039,11 +1114,23 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     _setup_logging(args.log_level, args.log_format)
     _import_learner_modules()
     try:
-        body = read_snapshot(args.snapshot)
-        learner = Learner.from_state(body["learner"])
-    except (CheckpointError, KeyError, StreamNBError) as exc:
+        body, learner = _snapshot_model(args.snapshot)
+        out = _describe(args, body, learner)
+    except StreamNBError as exc:
         print(f"stream-nb inspect: {exc}", file=sys.stderr)
         return 1
+    except _STATE_ERRORS as exc:  # a state that from_state accepted but cannot be described
+        print(
+            f"stream-nb inspect: {args.snapshot}: cannot describe the model: {exc!r}",
+            file=sys.stderr,
+        )
+        return 1
+    _emit_report(out, "-", sys.stdout)
+    return 0
+
+
+def _describe(args: argparse.Namespace, body: dict[str, Any], learner: Learner) -> dict[str, Any]:
+    """The ``inspect`` output for a snapshot's body and model."""
     prior = stream_nb.base.log_softmax(learner._joint_log_likelihood({}))
     # semi-naive learners keep their single counts in a CategoricalNB inside their store
     base = getattr(getattr(learner, "_store", None), "nb", learner)
@@ -1085,8 +1172,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
         if Path(args.snapshot).is_file()
         else None,
     }
-    _emit_report(out, "-", sys.stdout)
-    return 0
+    return out
 
 
 def _structure(learner: Learner) -> dict[str, Any] | None:
@@ -1113,13 +1199,28 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     _setup_logging(args.log_level, args.log_format)
     _import_learner_modules()
     merged: Learner | None = None
-    try:
-        for path in args.snapshots:
-            learner = Learner.from_state(read_snapshot(path)["learner"])
-            merged = learner if merged is None else merged.merge(learner)
-    except (StreamNBError, KeyError) as exc:
-        print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
+    target = Path(args.output)
+    if not target.parent.is_dir():
+        print(
+            f"stream-nb merge: cannot write {str(target)!r}: directory "
+            f"{str(target.parent)!r} does not exist; create it first",
+            file=sys.stderr,
+        )
         return 1
+    for path in args.snapshots:
+        try:
+            _, learner = _snapshot_model(path)  # (its errors name the file)
+        except StreamNBError as exc:
+            print(f"stream-nb merge: {exc}", file=sys.stderr)
+            return 1
+        try:
+            merged = learner if merged is None else merged.merge(learner)
+        except StreamNBError as exc:
+            print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
+            return 1
+        except _STATE_ERRORS as exc:
+            print(f"stream-nb merge: {path}: cannot merge this model: {exc!r}", file=sys.stderr)
+            return 1
     assert merged is not None
     body = {
         "format": "stream-nb/engine",
@@ -1134,14 +1235,19 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         "extra": {},
         "merged_from": [str(p) for p in args.snapshots],
     }
-    target = Path(args.output)
     tmp = target.with_name(f".{target.name}.tmp")
     data = encode_snapshot(body)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        print(f"stream-nb merge: cannot write {str(target)!r}: {exc}", file=sys.stderr)
+        return 1
     print(
         orjson.dumps(
             {"output": str(target), "learner": type(merged).__name__, "n_learned": merged.n_learned}
@@ -1216,9 +1322,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _COMMANDS[args.command](args.subparser, args)
-    except StreamNBError as exc:
-        _log.error("%s", exc)
-        print(f"stream-nb {args.command}: error: {exc}", file=sys.stderr)
+    except (StreamNBError, OSError) as exc:
+        # one line, never a traceback: the message names the value and the fix (a log
+        # line once the command has set up logging, so --log-format json keeps it)
+        if logging.getLogger("stream_nb").handlers:
+            _log.error("%s", exc)
+        else:
+            print(f"stream-nb {args.command}: error: {exc}", file=sys.stderr)
         return 1
 
 

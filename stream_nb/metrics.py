@@ -43,6 +43,7 @@ stream_nb_model_features                         gauge
 stream_nb_model_stored_counts                    gauge
 stream_nb_model_size_bytes                       gauge
 stream_nb_checkpoints_total                      counter    result
+stream_nb_checkpoint_failures_total              counter    reason
 stream_nb_checkpoint_duration_seconds            histogram
 stream_nb_checkpoint_last_success_timestamp_seconds  gauge
 stream_nb_delayed_label_cache_entries            gauge
@@ -50,7 +51,10 @@ stream_nb_delayed_label_evictions_total          counter
 stream_nb_build_info                             gauge      version, learner
 ===============================================  =========  ===================
 
-``view`` is ``cumulative``, ``window`` or ``fading`` (see
+``reason`` of a checkpoint failure is one of :data:`CHECKPOINT_FAILURE_REASONS`:
+``sink`` (flushing the output failed), ``invalid_state`` (the snapshot would
+not restore, so it was not written) or ``io`` (writing it failed, e.g. a full
+disk). ``view`` is ``cumulative``, ``window`` or ``fading`` (see
 :mod:`stream_nb.evaluation`); a metric that is undefined (for instance kappa
 before any event) is exported as NaN. ``statistic`` is ``cohen``, ``m`` or
 ``temporal``. The log loss is in nats.
@@ -83,6 +87,7 @@ if TYPE_CHECKING:
     from stream_nb.evaluation import PrequentialEvaluator
 
 __all__ = [
+    "CHECKPOINT_FAILURE_REASONS",
     "CHECKPOINT_RESULTS",
     "DEAD_LETTER_REASONS",
     "LATENCY_BUCKETS",
@@ -91,6 +96,7 @@ __all__ = [
     "VIEWS",
     "EngineMetrics",
     "MetricsServer",
+    "progress_check",
     "serve_metrics",
 ]
 
@@ -138,6 +144,9 @@ STAGES: tuple[str, ...] = ("decode", "predict", "learn", "evaluate", "emit")
 
 #: Checkpoint results.
 CHECKPOINT_RESULTS: tuple[str, ...] = ("success", "failure")
+
+#: Why a checkpoint failed (``stream_nb_checkpoint_failures_total``).
+CHECKPOINT_FAILURE_REASONS: tuple[str, ...] = ("sink", "invalid_state", "io")
 
 #: Prequential views (see :mod:`stream_nb.evaluation`).
 VIEWS: tuple[str, ...] = ("cumulative", "window", "fading")
@@ -372,6 +381,15 @@ class EngineMetrics:
         self._checkpoint_results = {
             x: self._checkpoints.labels(result=x) for x in CHECKPOINT_RESULTS
         }
+        self._checkpoint_failures = Counter(
+            "stream_nb_checkpoint_failures",
+            "Checkpoints that failed, by reason (the previous snapshot stays the newest).",
+            ["reason"],
+            registry=r,
+        )
+        self._checkpoint_failure_reasons = {
+            x: self._checkpoint_failures.labels(reason=x) for x in CHECKPOINT_FAILURE_REASONS
+        }
         self._checkpoint_seconds = Histogram(
             "stream_nb_checkpoint_duration_seconds",
             "Time to write one checkpoint (successful or not).",
@@ -517,12 +535,18 @@ class EngineMetrics:
             _check(key, _MODEL_SIZE_KEYS, "model size key")
             self._model[key].set(_count(value, f"size[{key!r}]"))
 
-    def record_checkpoint(self, *, result: str, seconds: float) -> None:
+    def record_checkpoint(self, *, result: str, seconds: float, reason: str | None = None) -> None:
         """Count one checkpoint attempt (``result`` in :data:`CHECKPOINT_RESULTS`)
-        and its duration; a success also sets the last-success timestamp."""
+        and its duration; a success also sets the last-success timestamp, a
+        failure with a ``reason`` (one of :data:`CHECKPOINT_FAILURE_REASONS`)
+        counts in ``stream_nb_checkpoint_failures_total``."""
         _check(result, CHECKPOINT_RESULTS, "checkpoint result")
+        if reason is not None:
+            _check(reason, CHECKPOINT_FAILURE_REASONS, "checkpoint failure reason")
         seconds = _seconds(seconds, "seconds")
         self._checkpoint_results[result].inc()
+        if reason is not None and result == "failure":
+            self._checkpoint_failure_reasons[reason].inc()
         self._checkpoint_seconds.observe(seconds)
         if result == "success":
             self._checkpoint_last.set(time.time())
@@ -668,8 +692,9 @@ def serve_metrics(
         ``/readyz`` answers 200 while it returns true, else 503 (e.g. not yet
         restored or the source not connected).
     live
-        ``/healthz`` answers 200 while it returns true, else 503 (e.g. the
-        processing loop stopped or stalled).
+        ``/healthz`` answers 200 while it returns true, else 503 (the daemon
+        passes "the processing loop completed an iteration within
+        ``--health-deadline`` seconds", see :func:`progress_check`).
 
     Returns
     -------
@@ -696,7 +721,7 @@ def serve_metrics(
     except OSError as exc:
         raise ConfigError(
             f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; "
-            "choose another --metrics address or port (0 picks a free port)"
+            "choose another --metrics-address, or port 0 to pick a free one"
         ) from exc
     server.registry = metrics.registry
     server.ready = ready
@@ -709,3 +734,17 @@ def serve_metrics(
     )
     thread.start()
     return MetricsServer(server, thread)
+
+
+def progress_check(age: Callable[[], float], deadline: float) -> Callable[[], bool]:
+    """A ``live`` check for :func:`serve_metrics`: true while ``age()`` (seconds since
+    the processing loop last completed an iteration) is at most ``deadline``.
+
+    Examples
+    --------
+    >>> progress_check(lambda: 3.0, 60.0)(), progress_check(lambda: 61.0, 60.0)()
+    (True, False)
+    """
+    if not deadline > 0 or not math.isfinite(deadline):
+        raise ConfigError(f"health deadline must be positive seconds, got {deadline!r}")
+    return lambda: age() <= deadline

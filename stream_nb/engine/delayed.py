@@ -124,14 +124,49 @@ class DelayedLabelCache:
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        """Replace the content with :meth:`to_state` output."""
+        """Replace the content with :meth:`to_state` output (unchanged if it is malformed).
+
+        Raises
+        ------
+        CheckpointError
+            If ``state`` is malformed.
+        """
+        other = self.loaded(state)
+        self._entries, self.evicted = other._entries, other.evicted
+
+    def loaded(self, state: Mapping[str, Any]) -> DelayedLabelCache:
+        """A new cache with this one's limits and clock holding :meth:`to_state` output.
+
+        Raises
+        ------
+        CheckpointError
+            If ``state`` is malformed (entries must be ``[id, features object,
+            weight, prediction, [[class, log-probability], ...], time]``).
+
+        Examples
+        --------
+        >>> cache = DelayedLabelCache(max_size=10)
+        >>> cache.put(7, {"f": 1}, 1.0, "yes", {"yes": 0.0})
+        >>> copy = DelayedLabelCache(max_size=10).loaded(cache.to_state())
+        >>> copy.pop(7).y_pred, copy.max_size
+        ('yes', 10)
+        """
         try:
             entries: OrderedDict[Hashable, Pending] = OrderedDict()
             for key, x, w, y_pred, lp, inserted in state["entries"]:
+                if not isinstance(x, dict):
+                    raise TypeError(f"features must be an object, got {type(x).__name__}")
+                hash(key)
+                hash(y_pred)
                 entries[key] = Pending(
                     dict(x), float(w), y_pred, {c: float(v) for c, v in lp}, float(inserted)
                 )
-            self.evicted = int(state["evicted"])
+            evicted = state["evicted"]
+            if isinstance(evicted, bool) or not isinstance(evicted, int) or evicted < 0:
+                raise ValueError(f"evicted must be a non-negative integer, got {evicted!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"malformed delayed-label cache state: {exc!r}") from exc
-        self._entries = entries
+        other = DelayedLabelCache(self.max_size, self.max_age, clock=self._clock)
+        other._entries = entries
+        other.evicted = evicted
+        return other

@@ -18,6 +18,14 @@ first, so a snapshot never refers to output that is not durable; on restore
 the sinks are truncated back to the snapshot's positions and the source seeks
 to its position, so every event is learned exactly once and, for files,
 every input line gets exactly one prediction record.
+
+Restore never starts over silently: a snapshot that fails validation is
+moved aside and the next older one is used; when none is valid, or when
+there is no snapshot but the output already holds records, the engine
+refuses to start unless ``reset_state`` says to start a new model. A
+snapshot is validated as a restore would read it before it is written.
+Batches hold at most ``_MAX_BATCH_CELLS`` events × classes, so per-batch
+memory does not grow with the number of classes.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import gc
+import heapq
 import logging
 import math
 import operator
@@ -32,16 +41,24 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
 from connectors.base import LineBlock, Record, Sink, Source
-from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
+from stream_nb._exceptions import (
+    CheckpointError,
+    ConfigError,
+    CorruptCheckpointError,
+    InvalidEventError,
+    StreamNBError,
+)
 from stream_nb.base import Learner
 from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
-from stream_nb.engine.checkpoint import Checkpointer
+from stream_nb.engine._json import dumps_exact, is_wide
+from stream_nb.engine.checkpoint import Checkpointer, decode_snapshot, encode_snapshot
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
 from stream_nb.engine.explain import explain as explain_event
@@ -72,6 +89,25 @@ _NUMBERS = frozenset((int, float))
 #: Label types whose JSON text is fixed by the class they equal (see Engine._block_text).
 _TEMPLATE_TYPES = frozenset((int, str, bool))
 _TEMPLATE_MAX_CLASSES = 64
+#: Most events × classes in one batch: with many classes a batch holds fewer events,
+#: so the per-batch arrays and dictionaries stay within a few MiB (up to 256 classes
+#: a batch keeps its full size).
+_MAX_BATCH_CELLS = 1 << 18
+#: Above this many classes the column path hands the evaluator each event's true-label
+#: log-probability only (all its metrics use), not the events × classes matrix.
+_EVALUATOR_MATRIX_CLASSES = 64
+#: Errors a malformed state can raise from a ``from_state`` that does not map them all
+#: to ModelStateError; at restore each makes the snapshot invalid, never the daemon stop.
+_STATE_ERRORS = (
+    StreamNBError,
+    KeyError,
+    TypeError,
+    ValueError,
+    ArithmeticError,
+    AttributeError,
+    IndexError,
+    RecursionError,
+)
 
 
 def tune_gc(gen0: int = 50_000) -> None:
@@ -180,9 +216,57 @@ class RunSummary:
 
 
 def _top(log_proba: dict[Hashable, float], k: int) -> dict[Hashable, float]:
+    """The ``k`` most probable classes, most probable first (ties: the earlier class)."""
     if len(log_proba) <= k:
         return log_proba
-    return dict(sorted(log_proba.items(), key=lambda kv: -kv[1])[:k])
+    # nlargest == sorted(..., reverse=True)[:k], stable, in O(classes)
+    return dict(heapq.nlargest(k, log_proba.items(), key=operator.itemgetter(1)))
+
+
+def _top_rows(labels: list[Hashable], log_proba: np.ndarray, k: int) -> list[dict[Hashable, float]]:
+    """:func:`_top` of every row's ``dict(zip(labels, row))``, without building those dicts."""
+    n, c = log_proba.shape
+    kth = np.partition(log_proba, c - k, axis=1)[:, c - k]  # each row's k-th largest
+    rows, columns = np.nonzero(log_proba >= kth[:, None])  # row-major: columns ascend
+    values = log_proba[rows, columns].tolist()
+    out: list[dict[Hashable, float]] = []
+    starts = np.searchsorted(rows, np.arange(n + 1)).tolist()
+    columns_list = columns.tolist()
+    get = operator.itemgetter(1)
+    for i in range(n):
+        a, b = starts[i], starts[i + 1]
+        pairs = [(labels[j], v) for j, v in zip(columns_list[a:b], values[a:b])]  # noqa: B905
+        out.append(dict(heapq.nlargest(k, pairs, key=get)))
+    return out
+
+
+@dataclass
+class _Restored:
+    """A snapshot's content, validated and rebuilt, not applied yet."""
+
+    learner: Learner
+    evaluator: Any
+    delayed: DelayedLabelCache | None
+    consumed: int
+    predictions: int
+    outcomes: dict[str, int]
+    rejected: dict[str, int]
+    columns: tuple[int, int]
+    classes: int
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CorruptCheckpointError(f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _counts(value: Any, what: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CorruptCheckpointError(f"{what} must be an object, got {type(value).__name__}")
+    return {str(k): _count(v, f"{what}[{k!r}]") for k, v in value.items()}
 
 
 class Engine:
@@ -202,7 +286,9 @@ class Engine:
         Snapshots; ``None`` disables checkpointing.
     evaluator
         A :class:`stream_nb.evaluation.PrequentialEvaluator` (or anything with
-        ``update``/``report``/``to_state``/``from_state``), or ``None``.
+        ``update``/``report``/``to_state``/``from_state``), or ``None``. Its
+        ``log_proba`` arguments hold at least the true label's log-probability
+        (with more than 64 classes, only that one).
     metrics
         A :class:`stream_nb.metrics.EngineMetrics`, or ``None``.
     error_policy
@@ -224,6 +310,12 @@ class Engine:
         Seconds :meth:`Source.next_batch` may block (bounds shutdown latency).
     latency_every
         Measure one event in this many for the per-event latency histogram.
+    reset_state
+        Accept starting a new model when the checkpoint directory holds no
+        valid snapshot although it holds snapshot files, or although the sinks
+        already hold output: invalid snapshots are then moved aside
+        (``*.rejected``) and the sinks' earlier output is truncated. Without
+        it :meth:`restore` refuses. A valid snapshot is always restored.
 
     Examples
     --------
@@ -260,6 +352,7 @@ class Engine:
         delayed: DelayedLabelCache | None = None,
         poll_timeout: float = 0.2,
         latency_every: int = 64,
+        reset_state: bool = False,
     ) -> None:
         if not isinstance(error_policy, ErrorPolicy):
             raise ConfigError(
@@ -304,6 +397,7 @@ class Engine:
         self.delayed = delayed
         self.poll_timeout = poll_timeout
         self.latency_every = latency_every
+        self.reset_state = reset_state
         self._decide: Callable[[dict[Hashable, float]], Hashable | None] | None = None
         if loss_matrix is not None:
             from stream_nb.evaluation import bayes_risk_decision
@@ -340,6 +434,10 @@ class Engine:
             tuple[list[Hashable], bytes, list[bytes], dict[Hashable, int]] | None
         ) = None
         self._columns_misses = 0
+        # classes in the newest prediction (sizes the next batch, see _MAX_BATCH_CELLS)
+        self._classes = 0
+        # monotonic time of the processing loop's last completed iteration (see progress_age)
+        self._heartbeat = time.monotonic()
 
     # ------------------------------------------------------------------ hooks
     def add_extra_state(
@@ -373,6 +471,12 @@ class Engine:
         """Readiness for ``/readyz``: the source can deliver."""
         return bool(self.source.ready)
 
+    def progress_age(self) -> float:
+        """Seconds since the processing loop last completed an iteration (idle polls
+        included; before :meth:`run`, since the engine was created). ``/healthz``
+        fails when it exceeds the health deadline: the loop is stuck."""
+        return time.monotonic() - self._heartbeat
+
     # ------------------------------------------------------------------ state
     def _snapshot_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -389,6 +493,10 @@ class Engine:
                 "predictions": self.predictions,
                 "outcomes": self.outcomes,
                 "rejected": self.rejected,
+                # the column path's state and the class count that sizes batches: a
+                # restored engine cuts and routes batches as an uninterrupted one
+                "columns": [self._columns_misses, self._columns_skip],
+                "classes": self._classes,
             },
             "extra": {name: provide() for name, provide in self._extra_providers.items()},
         }
@@ -396,6 +504,14 @@ class Engine:
 
     def checkpoint(self) -> str:
         """Flush the sinks, write a snapshot, then ``source.commit``; return the snapshot id.
+
+        The snapshot is validated as :meth:`restore` will read it (encoded,
+        decoded, every part rebuilt) before it is written: a model that would
+        not restore is never written, the previous snapshot stays the newest
+        and a :class:`CheckpointError` says why. A failure is counted in
+        ``stream_nb_checkpoint_failures_total{reason}``: ``sink`` (flushing
+        the output failed), ``invalid_state`` (the snapshot would not
+        restore) or ``io`` (writing it failed, e.g. a full disk).
 
         Raises
         ------
@@ -405,19 +521,34 @@ class Engine:
         if self.checkpointer is None:
             raise CheckpointError("no checkpointer configured; pass checkpointer=Checkpointer(dir)")
         start = time.perf_counter()
+        stage = "sink"
         try:
             self.sink.flush()
             if self.dead_letters is not None:
                 self.dead_letters.flush()
-            body = self._snapshot_body()
-            snapshot_id = self.checkpointer.write(body)
+            stage = "invalid_state"
+            try:
+                body = self._snapshot_body()
+                position = body["source"]
+                data = encode_snapshot(body)
+                del body  # (freed before a second copy of the model is built)
+                self._validated("the new snapshot", decode_snapshot(data))
+            except _STATE_ERRORS as exc:
+                kept = self._last_snapshot or "none"
+                raise CheckpointError(
+                    f"refusing to write a snapshot that would not restore: {exc}; the newest "
+                    f"snapshot ({kept}) is kept, and the events after it will be processed "
+                    "again at the next start"
+                ) from exc
+            stage = "io"
+            snapshot_id = self.checkpointer.write_encoded(data)
         except Exception:
             if self.metrics is not None:
                 self.metrics.record_checkpoint(
-                    result="failure", seconds=time.perf_counter() - start
+                    result="failure", seconds=time.perf_counter() - start, reason=stage
                 )
             raise
-        self.source.commit(body["source"], snapshot_id)
+        self.source.commit(position, snapshot_id)
         if self.metrics is not None:
             self.metrics.record_checkpoint(result="success", seconds=time.perf_counter() - start)
         self._last_snapshot = snapshot_id
@@ -426,51 +557,131 @@ class Engine:
         _log.debug("checkpoint %s written", snapshot_id)
         return snapshot_id
 
-    def restore(self) -> bool:
-        """Restore the newest valid snapshot; ``False`` when there is none.
+    def _validated(self, name: str, body: dict[str, Any]) -> _Restored:
+        """Rebuild a snapshot's content without applying it (``name`` prefixes messages).
 
-        Restores the model, evaluator, delayed-label cache, counters and extra
-        state; seeks the source (when seekable) and truncates the sinks back
-        to the snapshot's positions.
+        Raises
+        ------
+        CorruptCheckpointError
+            If the snapshot is invalid (any part fails its validation).
+        CheckpointError
+            If it is valid but belongs to another learner class.
+        """
+        found = body.get("format")
+        if found != ENGINE_STATE_FORMAT:
+            raise CorruptCheckpointError(
+                f"{name}: engine state format {found!r}, expected {ENGINE_STATE_FORMAT!r}"
+            )
+        for key in ("learner", "source"):
+            if key not in body:
+                raise CorruptCheckpointError(f"{name}: no {key!r} key")
+        for key in ("source", "sink", "dead_letters"):
+            if body.get(key) is not None and not isinstance(body[key], dict):
+                raise CorruptCheckpointError(
+                    f"{name}: {key} position must be an object or null, got {body[key]!r:.80}"
+                )
+        try:
+            learner = Learner.from_state(body["learner"])
+        except _STATE_ERRORS as exc:
+            raise CorruptCheckpointError(f"{name}: invalid learner state: {exc}") from exc
+        if type(learner) is not type(self.learner):
+            raise CheckpointError(
+                f"{name} holds a {type(learner).__name__}, but the engine runs a "
+                f"{type(self.learner).__name__}; use another --checkpoint-dir or the same --model"
+            )
+        evaluator = self.evaluator
+        if evaluator is not None and body.get("evaluator") is not None:
+            try:
+                evaluator = type(evaluator).from_state(body["evaluator"])
+            except _STATE_ERRORS as exc:
+                raise CorruptCheckpointError(f"{name}: invalid evaluator state: {exc}") from exc
+        delayed = self.delayed
+        if delayed is not None and body.get("delayed") is not None:
+            try:
+                delayed = delayed.loaded(body["delayed"])
+            except _STATE_ERRORS as exc:
+                raise CorruptCheckpointError(f"{name}: invalid delayed-label cache: {exc}") from exc
+        counters = body.get("counters")
+        if counters is None:
+            counters = {}
+        if not isinstance(counters, dict):
+            raise CorruptCheckpointError(f"{name}: counters must be an object")
+        columns = counters.get("columns", [0, 0])
+        if not isinstance(columns, list) or len(columns) != 2:
+            raise CorruptCheckpointError(f"{name}: counters.columns must be [misses, skip]")
+        return _Restored(
+            learner=learner,
+            evaluator=evaluator,
+            delayed=delayed,
+            consumed=_count(counters.get("consumed", 0), f"{name}: counters.consumed"),
+            predictions=_count(counters.get("predictions", 0), f"{name}: counters.predictions"),
+            outcomes=_counts(counters.get("outcomes"), f"{name}: counters.outcomes"),
+            rejected=_counts(counters.get("rejected"), f"{name}: counters.rejected"),
+            columns=(
+                _count(columns[0], f"{name}: counters.columns[0]"),
+                _count(columns[1], f"{name}: counters.columns[1]"),
+            ),
+            classes=_count(counters.get("classes", 0), f"{name}: counters.classes"),
+        )
+
+    def restore(self) -> bool:
+        """Restore the newest valid snapshot; ``False`` when there is none (a new model).
+
+        Walks the snapshots newest first. One that fails validation (its
+        checksum, its engine format, its learner, evaluator or cache state, a
+        missing ``source``) is moved aside as ``<name>.rejected`` with a
+        warning saying why, and the next older one is tried. The valid one
+        restores the model, evaluator, delayed-label cache, counters and extra
+        state; the source seeks to its position (when seekable) and the sinks
+        are truncated back to theirs.
+
+        A new model is accepted only when it cannot lose anything: with no
+        snapshot file at all and sinks that hold no output yet. Otherwise
+        (every snapshot invalid, or output without a snapshot) it refuses
+        unless ``reset_state`` is set, which moves the invalid snapshots aside
+        and truncates the sinks' earlier output (:meth:`Sink.discard`).
 
         Raises
         ------
         CheckpointError
-            If a valid snapshot cannot be applied (e.g. another learner class).
+            If it refuses to start over, or a valid snapshot cannot be applied
+            (another learner class, a source or sink that cannot go back to
+            its position).
         """
         if self.checkpointer is None:
             return False
-        self.checkpointer.clean_temporary()
-        found = self.checkpointer.latest()
+        checkpointer = self.checkpointer
+        checkpointer.clean_temporary()
+        invalid: list[tuple[Path, str]] = []
+        found: tuple[str, dict[str, Any], _Restored] | None = None
+        for snapshot_id, path in checkpointer.snapshots():
+            try:
+                body = checkpointer.read(path)
+                found = (snapshot_id, body, self._validated(path.name, body))
+            except CorruptCheckpointError as exc:
+                _log.warning("skipping invalid snapshot %s", exc)
+                invalid.append((path, str(exc)))
+                continue
+            break
         if found is None:
+            self._start_over(invalid)
             return False
-        snapshot_id, body = found
-        try:
-            learner = Learner.from_state(body["learner"])
-            if type(learner) is not type(self.learner):
-                raise CheckpointError(
-                    f"snapshot {snapshot_id} holds a {type(learner).__name__}, but the engine "
-                    f"runs a {type(self.learner).__name__}; use another --checkpoint-dir or "
-                    "the same --model"
-                )
-            evaluator = self.evaluator
-            if evaluator is not None and body.get("evaluator") is not None:
-                evaluator = type(evaluator).from_state(body["evaluator"])
-            if self.delayed is not None and body.get("delayed") is not None:
-                self.delayed.load_state(body["delayed"])
-            counters = body.get("counters") or {}
-            consumed = int(counters.get("consumed", 0))
-            predictions = int(counters.get("predictions", 0))
-            outcomes = {str(k): int(v) for k, v in (counters.get("outcomes") or {}).items()}
-            rejected = {str(k): int(v) for k, v in (counters.get("rejected") or {}).items()}
-        except CheckpointError:
-            raise
-        except Exception as exc:
-            raise CheckpointError(f"cannot apply snapshot {snapshot_id}: {exc!r}") from exc
-        self.learner = learner
-        self.evaluator = evaluator
-        self.consumed, self.predictions = consumed, predictions
-        self.outcomes, self.rejected = outcomes, rejected
+        for path, reason in invalid:
+            checkpointer.reject(path, reason)
+        snapshot_id, body, restored = found
+        if invalid:
+            _log.warning(
+                "restoring the older snapshot %s: %d newer one(s) were invalid",
+                snapshot_id,
+                len(invalid),
+            )
+        self.learner = restored.learner
+        self.evaluator = restored.evaluator
+        self.delayed = restored.delayed
+        self.consumed, self.predictions = restored.consumed, restored.predictions
+        self.outcomes, self.rejected = restored.outcomes, restored.rejected
+        self._columns_misses, self._columns_skip = restored.columns
+        self._classes = restored.classes
         if body.get("source") is not None and self.source.seekable:
             self.source.seek(body["source"])
         if body.get("sink") is not None:
@@ -486,10 +697,46 @@ class Engine:
         _log.info(
             "restored snapshot %s: %d events learned, source at %s",
             snapshot_id,
-            learner.n_learned,
+            self.learner.n_learned,
             body.get("source"),
         )
         return True
+
+    def _start_over(self, invalid: list[tuple[Path, str]]) -> None:
+        """No valid snapshot: refuse, or (``reset_state``) clear what a new model replaces."""
+        assert self.checkpointer is not None
+        directory = str(self.checkpointer.directory)
+        sinks = [sink for sink in (self.sink, self.dead_letters) if sink is not None]
+        outputs = [found for sink in sinks if (found := _existing_output(sink)) is not None]
+        if not invalid and not outputs:
+            return  # a first start: nothing to lose
+        if not self.reset_state:
+            if invalid:
+                names = ", ".join(path.name for path, _ in invalid)
+                what = f"{len(invalid)} snapshot(s) in {directory!r}, none valid ({names}; "
+                what += f"newest: {invalid[0][1]})"
+            else:
+                what = f"no snapshot in {directory!r}, but the output already holds records"
+            if outputs:
+                what += f"; existing output: {', '.join(outputs)}"
+            raise CheckpointError(
+                f"refusing to start a new model: {what}. Starting over would re-read the "
+                "input and duplicate or lose output; fix or restore the checkpoint directory, "
+                "or pass --reset-state (STREAM_NB_RESET_STATE=1) to start a new model: "
+                "invalid snapshots are moved aside and the output files are truncated"
+            )
+        for path, reason in invalid:
+            self.checkpointer.reject(path, reason)
+        for sink in sinks:
+            found = _existing_output(sink)
+            if found is not None:
+                _log.warning("--reset-state: truncating %s", found)
+                sink.discard()
+        _log.warning(
+            "--reset-state: starting a new model in %s (%d invalid snapshot(s) moved aside)",
+            directory,
+            len(invalid),
+        )
 
     # ------------------------------------------------------------------ loop
     def run(self, *, max_events: int | None = None) -> RunSummary:
@@ -505,8 +752,13 @@ class Engine:
         remaining = max_events
         if self.metrics is not None:
             self.metrics.record_model_size(self.learner.model_size())
+        self._heartbeat = time.monotonic()
         while not self._stop:
-            want = self.batch_size if remaining is None else min(self.batch_size, remaining)
+            want = self.batch_size
+            if self._classes:
+                want = min(want, max(1, _MAX_BATCH_CELLS // self._classes))
+            if remaining is not None:
+                want = min(want, remaining)
             if want <= 0:
                 break
             got = self._next(source, want)
@@ -526,6 +778,7 @@ class Engine:
                 self._progress(self)
             if self.checkpointer is not None and self._checkpoint_due():
                 self.checkpoint()
+            self._heartbeat = time.monotonic()
         self.sink.flush()
         if self.dead_letters is not None:
             self.dead_letters.flush()
@@ -698,6 +951,7 @@ class Engine:
             return False
         t_emit = perf()
         labels, log_proba, best = result
+        self._classes = len(labels)
         sink = self.sink
         top_k = self.top_k
         text = None
@@ -728,12 +982,16 @@ class Engine:
             else:
                 ys_l = list(ys)
             update_arrays = getattr(evaluator, "update_arrays", None)
-            if update_arrays is not None:
+            if update_arrays is not None and len(labels) <= _EVALUATOR_MATRIX_CLASSES:
                 update_arrays(ys_l, labels, log_proba, best)
             else:
                 predictions = list(map(labels.__getitem__, best.tolist()))
                 if log_probas is None:
-                    log_probas = [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()]
+                    if len(labels) > _EVALUATOR_MATRIX_CLASSES:
+                        log_probas = _true_label_log_probas(labels, log_proba, ys_l)
+                    else:
+                        rows = log_proba.tolist()
+                        log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
                 evaluator.update_many(ys_l, predictions, log_probas)
         t_end = perf()
         latencies: list[float] = []
@@ -772,6 +1030,7 @@ class Engine:
         decoder = self.decoder
         decode = decoder.decode
         validate = decoder._validate
+        exact = decoder.exact
         max_bytes = decoder.max_bytes
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
@@ -795,6 +1054,7 @@ class Engine:
         sample_every = self.latency_every
         n_pred = n_only = n_learn = n_delayed = n_matched = n_unmatched = n_rejected = 0
         n_blank = 0
+        n_classes = self._classes
         t_decode = t_predict = t_emit = t_learn = t_evaluate = 0.0
         sampled = 0
         batch_start = perf()
@@ -823,6 +1083,8 @@ class Engine:
                         except decode_error:
                             obj = decode(payload)  # raises InvalidEventError with the reason
                         x, y, eid, w = validate(obj, True)
+                        if type(y) is float or type(eid) is float:  # maybe beyond 64 bits
+                            x, y, eid, w = exact(payload, (x, y, eid, w))
                     else:
                         x, y, eid, w = decode(payload)  # raises (too_large)
                 except InvalidEventError as exc:
@@ -878,6 +1140,7 @@ class Engine:
                 else:
                     lp = {}
                     y_pred = None
+                n_classes = len(lp)
                 shown = lp if top_k is None else _top(lp, top_k)
                 # The source position rides along so consumers can drop at-least-once
                 # duplicates. Key order: id, position, y_pred, y_true, log_proba, n_learned.
@@ -922,7 +1185,7 @@ class Engine:
                     line = dumps(out, option=dump_option)
                 except TypeError:  # non-string class labels as log_proba keys: switch for good
                     dump_option = self._dump_option = _OPT_NON_STR
-                    line = dumps(out, option=dump_option)
+                    line = dumps_exact(out, option=dump_option)
                 if keyed:
                     # Keyed by the source record's key, else the event id (Kafka partitioning).
                     key = record.key
@@ -972,6 +1235,7 @@ class Engine:
                 t5 = perf()
                 update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
                 evaluate_seconds = perf() - t5
+        self._classes = n_classes
         if metrics is not None:
             # Stage seconds are estimated from the sampled events, scaled to the batch.
             scale = len(records) / sampled if sampled else 0.0
@@ -1006,7 +1270,7 @@ class Engine:
         cached = self._label_keys
         if cached is not None and cached[0] == labels:
             return cached[1]
-        shown = list(orjson.loads(orjson.dumps(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
+        shown = list(orjson.loads(dumps_exact(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
         keys: list[Hashable] = shown if len(shown) == len(labels) else list(labels)
         self._label_keys = (list(labels), keys)
         return keys
@@ -1065,9 +1329,12 @@ class Engine:
                     for p, yp, y, row, n in zip(positions, predictions, ys, rows, learned)  # noqa: B905
                 ]
         else:
-            rows = log_proba.tolist()
-            log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
-            shown = log_probas if top_k is None else [_top(lp, top_k) for lp in log_probas]
+            if top_k is not None and top_k < len(labels):
+                # only the k shown classes of each event become Python objects
+                shown = _top_rows(labels, log_proba, top_k)
+            else:
+                rows = log_proba.tolist()
+                log_probas = shown = [dict(zip(labels, row, strict=True)) for row in rows]
             out = []
             n = n_before
             for i, y in enumerate(ys):
@@ -1092,7 +1359,7 @@ class Engine:
                 blob = orjson.dumps(out, option=0 if log_probas is None else self._dump_option)
             except TypeError:  # non-string class labels as keys: switch for good
                 self._dump_option = _OPT_NON_STR
-                blob = orjson.dumps(out, option=self._dump_option)
+                blob = dumps_exact(out, option=self._dump_option)
             text = blob[1:-1].replace(b'},{"', b'}\n{"')
             # (a line block's positions hold two ints: no array, nothing to count)
             if block is not None or text.count(b"\n") == b - 1:
@@ -1106,7 +1373,7 @@ class Engine:
                 lines = [dumps(o, option=option) for o in out]
             except TypeError:  # non-string class labels as keys: switch for good
                 option = self._dump_option = _OPT_NON_STR
-                lines = [dumps(o, option=option) for o in out]
+                lines = [dumps_exact(o, option=option) for o in out]
             if getattr(sink, "uses_keys", True):
                 for i, line in enumerate(lines):
                     key = None if records is None else records[i].key
@@ -1267,10 +1534,12 @@ class Engine:
             x_columns = x_cols
         if not x_names:
             return None
-        if not _SCALARS.issuperset(map(type, ys)):
-            return None
+        types = set(map(type, ys))
+        if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ys))):
+            return None  # (a float label beyond 2**63 may be a rounded integer: per event)
         if ids is not None:
-            if not _SCALARS.issuperset(map(type, ids)):
+            types = set(map(type, ids))
+            if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ids))):
                 return None
             if ids.count(None) == b:
                 ids = None
@@ -1298,6 +1567,7 @@ class Engine:
         decoder = self.decoder
         decode = decoder.decode
         validate = decoder._validate
+        exact = decoder.exact
         max_bytes = decoder.max_bytes
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
@@ -1345,6 +1615,8 @@ class Engine:
             segment.clear()
             log_probas, predictions, errors = learner.predict_learn_many(seg_x, seg_y, seg_w)
             t_emit = perf()
+            if log_probas[-1] is not None:
+                self._classes = len(log_probas[-1])
             option = self._dump_option
             if plain and not errors and None not in seg_y:
                 # The common case, every event labelled and learned: the same records
@@ -1375,7 +1647,7 @@ class Engine:
                         line = dumps(out, option=option)
                     except TypeError:  # non-string class labels as keys: switch for good
                         option = self._dump_option = _OPT_NON_STR
-                        line = dumps(out, option=option)
+                        line = dumps_exact(out, option=option)
                     append(line)
                 n = len(seg_y)
                 counts["pred"] += n
@@ -1439,7 +1711,7 @@ class Engine:
                     line = dumps(out, option=option)
                 except TypeError:  # non-string class labels as log_proba keys: switch for good
                     option = self._dump_option = _OPT_NON_STR
-                    line = dumps(out, option=option)
+                    line = dumps_exact(out, option=option)
                 if keyed:
                     key = record.key
                     if key is None and eid is not None:
@@ -1496,6 +1768,8 @@ class Engine:
                         except decode_error:
                             obj = decode(payload)  # raises InvalidEventError with the reason
                         x, y, eid, w = validate(obj, True)
+                        if type(y) is float or type(eid) is float:  # maybe beyond 64 bits
+                            x, y, eid, w = exact(payload, (x, y, eid, w))
                     else:
                         x, y, eid, w = decode(payload)  # raises (too_large)
                 except InvalidEventError as exc:
@@ -1692,6 +1966,26 @@ def _columns(dicts: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[Se
         return list(zip(*map(operator.itemgetter(*names), dicts)))  # noqa: B905 (same keys)
     except KeyError:
         return None
+
+
+def _existing_output(sink: Sink) -> str | None:
+    """:meth:`Sink.existing_output`, ``None`` for a sink without it (duck-typed sinks)."""
+    existing = getattr(sink, "existing_output", None)
+    return None if existing is None else existing()
+
+
+def _true_label_log_probas(
+    labels: list[Hashable], log_proba: np.ndarray, ys: Sequence[Hashable]
+) -> list[dict[Hashable, float]]:
+    """``{y: log P(y)}`` of each event's true label ``y`` (``{}`` for a label not in
+    ``labels``): what the prequential evaluator reads of ``dict(zip(labels, row))``."""
+    column_of = {label: j for j, label in enumerate(labels)}
+    columns = [column_of.get(y, -1) for y in ys]
+    values = log_proba[np.arange(len(ys)), columns].tolist()
+    return [
+        {y: v} if j >= 0 else {}
+        for y, j, v in zip(ys, columns, values)  # noqa: B905 (same length)
+    ]
 
 
 def _last_timestamp(records: list[Record]) -> float | None:

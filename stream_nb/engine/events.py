@@ -14,6 +14,16 @@ that each is a JSON scalar (string, finite number, boolean or null) and, for
 learners that need counts, non-negative. A rejected event raises
 :class:`~stream_nb.InvalidEventError` whose ``reason`` is one of the bounded
 codes in :data:`REASONS`, so it can label a metric and a dead letter.
+
+Identifiers and labels are exact: orjson decodes an integer beyond 64 bits
+as the nearest float, so an event whose id or label decodes to a float of
+magnitude ``>= 2**63`` is decoded again with the standard library
+(:meth:`EventDecoder.exact`), which keeps every integer of the line exact
+(``18446744073709551617`` and ``18446744073709551618`` stay two ids). The
+check costs two type tests per event; other lines never take the slow
+decoder. Feature values of other lines are read as orjson reads them (a
+number beyond 64 bits as a float, what a numeric feature uses anyway); send
+an identifier-like feature as a string to keep it exact.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 
 from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb.engine._json import is_wide, loads_exact
 
 __all__ = ["REASONS", "Event", "EventDecoder", "dead_letter_record"]
 
@@ -104,6 +115,8 @@ class EventDecoder:
     Event(x={'a': 1.5}, y='cat', id=7, w=1.0)
     >>> d.decode(b'{"a": 1.5, "b": "red", "y": true}')
     Event(x={'a': 1.5, 'b': 'red'}, y=True, id=None, w=1.0)
+    >>> d.decode(b'{"x": {"a": 1}, "id": 18446744073709551617}').id  # exact beyond 64 bits
+    18446744073709551617
     >>> d.decode(b'[1, 2]')
     Traceback (most recent call last):
     ...
@@ -167,7 +180,27 @@ class EventDecoder:
         InvalidEventError
             With ``reason`` in :data:`REASONS`.
         """
-        return self._validate(self.loads(payload), True)
+        event = self._validate(self.loads(payload), True)
+        if type(event[1]) is float or type(event[2]) is float:
+            return self.exact(payload, event)
+        return event
+
+    def exact(self, payload: bytes, event: tuple[Any, ...]) -> Event:
+        """``event``, or ``payload`` decoded again with every integer exact when its
+        label or id may be an integer orjson rounded (a float of magnitude ``>= 2**63``).
+
+        The engine calls it for events whose label or id is a float.
+
+        Examples
+        --------
+        >>> d = EventDecoder()
+        >>> line = b'{"x": {"a": 1}, "y": 1180591620717411303424}'
+        >>> d.exact(line, d.validate(__import__("orjson").loads(line))).y
+        1180591620717411303424
+        """
+        if is_wide(event[1]) or is_wide(event[2]):
+            return self._validate(loads_exact(payload), True)
+        return event if type(event) is Event else _new_event(Event, tuple(event))
 
     def validate(self, obj: Any) -> Event:
         """Validate an already parsed JSON value (takes ownership of it).

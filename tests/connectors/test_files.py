@@ -193,3 +193,65 @@ def test_next_block_matches_next_batch(tmp_path, monkeypatch):
         assert by_records.position() == by_blocks.position()
     assert by_blocks.exhausted and by_blocks.next_block(2, 0.01) is None
     assert by_blocks.position() == {"line": 5, "offset": path.stat().st_size}
+
+
+@pytest.mark.parametrize("block", [3, 1 << 18])
+def test_an_unterminated_last_line_is_one_event_and_its_completion_is_skipped(
+    tmp_path, monkeypatch, caplog, block
+):
+    monkeypatch.setattr(files, "_BLOCK_BYTES", block)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a":1}\n{"a":2}\n{"a":3')  # a writer was mid-line
+    src = FileSource(path)
+    records = _drain(src)
+    assert [r.payload for r in records] == [b'{"a":1}', b'{"a":2}', b'{"a":3']
+    position = src.position()
+    assert position == {"line": 3, "offset": 22, "unterminated": True}
+    with open(path, "ab") as f:
+        f.write(b'}\n{"a":4}\n{"a":5}\n')  # ... and finished it
+    again = FileSource(path)
+    again.seek(position)
+    rest = _drain(again)
+    # line 3 was handed out already: its completion is not a fourth line
+    assert [(r.payload, r.position) for r in rest] == [
+        (b'{"a":4}', {"line": 4, "offset": 24}),
+        (b'{"a":5}', {"line": 5, "offset": 32}),
+    ]
+    assert again.position() == {"line": 5, "offset": 40}
+    assert "line 3 of" in caplog.text
+    assert "the 1 byte(s) appended to it since are skipped" in caplog.text
+
+
+def test_a_position_after_an_unterminated_line_holds_until_its_newline(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"a":1}\n{"a"')
+    src = FileSource(path)
+    _drain(src)
+    position = src.position()
+    with open(path, "ab") as f:
+        f.write(b":2")  # grown, still no newline
+    follower = FileSource(path, follow=True)
+    follower.seek(position)
+    assert follower.next_batch(10, 0.05) == []
+    assert follower.position() == position  # a checkpoint now resumes the same way
+    with open(path, "ab") as f:
+        f.write(b'}\n{"a":3}\n{"a":4')
+    got = follower.next_batch(10, 0.2)
+    assert [(r.payload, r.position) for r in got] == [(b'{"a":3}', {"line": 3, "offset": 16})]
+    assert follower.position() == {"line": 3, "offset": 24}  # line 4 has no newline yet
+
+
+def test_following_never_splits_a_line_written_in_pieces(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"")
+    src = FileSource(path, follow=True)
+    seen = []
+    for piece in (b'{"a":', b"1", b'}\n{"b"', b":2}", b"\n"):
+        with open(path, "ab") as f:
+            f.write(piece)
+        seen.extend(src.next_batch(10, 0.05))
+    assert [(r.payload, r.position) for r in seen] == [
+        (b'{"a":1}', {"line": 1, "offset": 0}),
+        (b'{"b":2}', {"line": 2, "offset": 8}),
+    ]
+    assert src.position() == {"line": 2, "offset": 16}

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from stream_nb import ConfigError, EngineMetrics, PrequentialEvaluator, serve_metrics
 from stream_nb.metrics import (
+    CHECKPOINT_FAILURE_REASONS,
     CHECKPOINT_RESULTS,
     DEAD_LETTER_REASONS,
     LATENCY_BUCKETS,
@@ -357,7 +358,7 @@ def test_label_values_are_bounded(metrics: EngineMetrics) -> None:
     drive(metrics)
     allowed = {
         "outcome": set(OUTCOMES),
-        "reason": set(DEAD_LETTER_REASONS),
+        "reason": set(DEAD_LETTER_REASONS) | set(CHECKPOINT_FAILURE_REASONS),
         "stage": set(STAGES),
         "result": set(CHECKPOINT_RESULTS),
         "view": set(VIEWS),

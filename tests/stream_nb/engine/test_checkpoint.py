@@ -117,3 +117,122 @@ def test_unwritable_directory_reports(tmp_path):
     target.write_bytes(b"")
     with pytest.raises(CheckpointError, match="cannot create checkpoint directory"):
         Checkpointer(target / "sub")
+
+
+# ---------------------------------------------------------------------- one owner
+def test_lock_is_exclusive_names_the_holder_and_is_released(tmp_path):
+    first, second = Checkpointer(tmp_path), Checkpointer(tmp_path)
+    first.lock()
+    first.lock()  # idempotent
+    assert first.locked
+    assert (tmp_path / "stream-nb.lock").read_text() == f"{os.getpid()}\n"
+    with pytest.raises(CheckpointError, match=rf"in use by .* \(pid {os.getpid()}\)"):
+        second.lock()
+    assert not second.locked
+    first.unlock()
+    second.lock()  # free again
+    assert second.locked
+    second.unlock()
+
+
+def test_lock_is_released_by_the_kernel_when_the_holder_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from stream_nb.engine.checkpoint import Checkpointer\n"
+            f"Checkpointer({str(tmp_path)!r}).lock()\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        with pytest.raises(CheckpointError, match=rf"\(pid {holder.pid}\)"):
+            Checkpointer(tmp_path).lock()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    mine = Checkpointer(tmp_path)
+    mine.lock()  # kill -9 released it
+    mine.unlock()
+
+
+def test_a_removed_lock_file_stops_the_owner_at_its_next_snapshot(tmp_path):
+    owner = Checkpointer(tmp_path)
+    owner.lock()
+    owner.write({"n": 1})
+    (tmp_path / "stream-nb.lock").unlink()  # by hand, while the owner runs
+    newcomer = Checkpointer(tmp_path)
+    newcomer.lock()  # a new file: the kernel cannot tell
+    with pytest.raises(CheckpointError, match="was removed or replaced while this process"):
+        owner.write({"n": 2})
+    assert not owner.locked and newcomer.locked
+    assert owner.latest() == ("000000000001", {"n": 1})  # nothing written by the old owner
+    newcomer.unlock()
+
+
+def test_readers_take_no_lock_and_never_touch_files(tmp_path):
+    cp = Checkpointer(tmp_path)
+    cp.lock()
+    cp.write({"n": 1})
+    cp.write({"n": 2})
+    (tmp_path / "snapshot-000000000002.json").write_bytes(b"garbage")
+    (tmp_path / ".snapshot-000000000009.tmp").write_bytes(b"half")
+    before = sorted(os.listdir(tmp_path))
+    assert read_snapshot(tmp_path) == {"n": 1}  # a live directory, locked by its owner
+    assert Checkpointer(tmp_path, create=False).latest() == ("000000000001", {"n": 1})
+    assert sorted(os.listdir(tmp_path)) == before
+    cp.unlock()
+
+
+def test_reject_moves_aside_and_never_reuses_a_name(tmp_path):
+    cp = Checkpointer(tmp_path)
+    cp.write({"n": 1})
+    rejected = cp.reject(tmp_path / "snapshot-000000000001.json", "test")
+    assert rejected.name == "snapshot-000000000001.json.rejected"
+    assert cp.snapshots() == []
+    assert cp.write({"n": 2}) == "000000000002"  # the sequence goes on past rejected ones
+    (tmp_path / "snapshot-000000000001.json").write_bytes(b"again")
+    again = cp.reject(tmp_path / "snapshot-000000000001.json", "test")
+    assert again.name == "snapshot-000000000001.json.1.rejected"
+    assert cp.rejected() == [
+        "snapshot-000000000001.json.1.rejected",
+        "snapshot-000000000001.json.rejected",
+    ]
+
+
+def test_write_validates_before_anything_is_written(tmp_path):
+    cp = Checkpointer(tmp_path)
+    cp.write({"n": 1})
+
+    def refuse(body):
+        assert body == {"n": float("nan")} or body == {"n": None}
+        raise CheckpointError("would not restore")
+
+    with pytest.raises(CheckpointError, match="would not restore"):
+        cp.write({"n": float("nan")}, validate=refuse)  # orjson writes NaN as null
+    assert _files(tmp_path) == ["snapshot-000000000001.json"]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert cp.latest() == ("000000000001", {"n": 1})
+
+
+# ---------------------------------------------------------------------- exact integers
+def test_integers_beyond_64_bits_survive_a_snapshot_exactly(tmp_path):
+    body = {"ids": [18446744073709551617, 18446744073709551618, -(2**70)], "n": 1.5}
+    data = encode_snapshot(body)
+    header = orjson.loads(data.split(b"\n", 1)[0])
+    assert header["wide_ints"] is True
+    assert decode_snapshot(data) == body
+    cp = Checkpointer(tmp_path)
+    cp.write(body)
+    ids = cp.latest()[1]["ids"]
+    assert ids == body["ids"] and all(type(i) is int for i in ids)
+    plain = encode_snapshot({"ids": [2**64 - 1]})  # orjson's own range: header unchanged
+    assert b"wide_ints" not in plain
