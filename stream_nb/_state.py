@@ -417,9 +417,10 @@ def check_label(y: Any) -> Hashable:
 
     Labels are ``str``, ``int`` (any size), ``bool`` or a finite ``float``.
     Subclasses (``numpy.str_``, ``numpy.float64``) and numpy scalars
-    (``numpy.int64``, ``numpy.bool_``) are converted to the built-in type; ``None`` (no label), NaN (never equal to
-    itself: one new class per event), infinities, tuples, bytes and other
-    objects are rejected with ``reason="invalid_label"``.
+    (``numpy.int64``, ``numpy.bool_``) are converted to the built-in type.
+    ``None`` (no label), NaN (never equal to itself: one new class per
+    event), infinities, tuples, bytes and other objects are rejected with
+    ``reason="invalid_label"``.
 
     Examples
     --------

@@ -212,10 +212,19 @@ def broken(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (broken(("stats",), ...), r"state: missing field 'stats'"),
         (broken(("stats",), "stats"), "malformed CategoricalNB state"),
         (broken(("stats", "total_weight"), "x"), "malformed CategoricalNB state"),
-        (broken(("stats", "class_weight"), [[["list"], 1.0]]), r"class_weight\[0\]: a label must be"),
-        (broken(("stats", "class_weight"), [["x", "1.0"]]), "must be a finite number ≥ 0, got '1.0'"),
+        (
+            broken(("stats", "class_weight"), [[["list"], 1.0]]),
+            r"class_weight\[0\]: a label must be",
+        ),
+        (
+            broken(("stats", "class_weight"), [["x", "1.0"]]),
+            "must be a finite number ≥ 0, got '1.0'",
+        ),
         (broken(("stats", "class_weight"), [["x", True]]), "must be a finite number ≥ 0, got True"),
-        (broken(("stats", "class_weight"), [["x", 1e309]]), r"class_weight\['x'\]: must be finite and ≥ 0, got inf"),
+        (
+            broken(("stats", "class_weight"), [["x", 1e309]]),
+            r"class_weight\['x'\]: must be finite and ≥ 0, got inf",
+        ),
         (broken(("stats", "class_weight"), [["x"]]), "malformed CategoricalNB state"),
         (broken(("stats", "counts"), [["f", 1.0]]), "malformed CategoricalNB state"),
         (broken(("stats", "counts"), []), "present and counts must name the same features"),
