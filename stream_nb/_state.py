@@ -488,7 +488,7 @@ def _valid_name(name: Any) -> bool:
     return name.__class__ is float and name - name == 0.0
 
 
-def check_feature_names(x: Mapping[Any, Any]) -> None:
+def check_feature_names(x: Iterable[Any]) -> None:
     """Every feature name of ``x`` survives a state round trip, else ``InvalidEventError``.
 
     Names are ``str``, ``int``, ``bool`` or finite ``float`` (``reason="invalid_features"``

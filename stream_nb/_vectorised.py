@@ -369,6 +369,8 @@ def gaussian_predict_learn_columns(
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
+            if unseen and not model._accepts_new_values(f, [code_values[c] for c in unseen]):
+                return None  # a value past max_values_per_feature, or not a category
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
                 is_new = np.zeros(len(code_values), dtype=bool)

@@ -77,6 +77,7 @@ from stream_nb._exceptions import (
 from stream_nb._params import check_cap
 from stream_nb._state import (
     LABEL_TYPES,
+    check_feature_names,
     check_label,
     check_mapping,
     decode_value,
@@ -460,6 +461,16 @@ class Learner(abc.ABC):
         if cap is None:
             return new
         return max(0, min(new, cap - n_known))
+
+    def _new_features(self, names: list[Any], n_known: int) -> list[Any]:
+        """Of ``names`` first met (in event order), those that may be learned.
+
+        Each is checked (see :func:`stream_nb._state.check_feature_names`);
+        at most ``max_features - n_known`` are kept.
+        """
+        check_feature_names(names)
+        room = self._admit(n_known, len(names))
+        return names if room == len(names) else names[:room]
 
     def clone(self) -> Learner:
         """A new, untrained learner with the same parameters."""

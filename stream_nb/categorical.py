@@ -36,7 +36,7 @@ from stream_nb._stores import (
 )
 from stream_nb.base import Learner
 
-__all__ = ["CategoricalNB", "load_categorical"]
+__all__ = ["CategoricalNB", "load_categorical", "merge_values"]
 
 _log = math.log
 _EMPTY: dict[Hashable, float] = {}
@@ -209,28 +209,15 @@ class CategoricalNB(Learner):
             add_scaled(self._present, other._present, factor)
             add_scaled(self._counts, other._counts, factor)
             return
-        present, counts = self._present, self._counts
-        room = self._admit(len(present), len(other._present))
-        theirs = {}
-        for f, values in other._counts.items():
-            if f not in present:
-                if not room:
-                    continue  # max_features reached: not learned
-                room -= 1
-                present[f] = {}
-                counts[f] = {}
-            theirs[f] = values
-        vmap = value_map(counts, theirs, cap)
-        for f, values in theirs.items():
-            add_scaled(present[f], other._present[f], factor)
-            dst = counts[f]
-            mapping = vmap[f]
-            for v, by_class in values.items():
-                target = mapping[v]
-                branch = dst.get(target)
-                if branch is None:
-                    branch = dst[target] = {}
-                add_scaled(branch, by_class, factor)
+        merge_values(
+            self._present,
+            self._counts,
+            other._present,
+            other._counts,
+            factor,
+            cap,
+            self._admit(len(self._present), len(other._present)),
+        )
 
     def _rescale(self, factor: float) -> None:
         rescale(self._class_weight, factor)
@@ -259,6 +246,46 @@ class CategoricalNB(Learner):
     def _size(self) -> tuple[int, int, int]:
         stored = len(self._class_weight) + count_leaves(self._present) + count_leaves(self._counts)
         return len(self._class_weight), len(self._present), stored
+
+
+def merge_values(
+    present: dict[Any, dict[Hashable, float]],
+    counts: dict[Any, dict[Hashable, dict[Hashable, float]]],
+    other_present: Mapping[Any, Mapping[Hashable, float]],
+    other_counts: Mapping[Any, Mapping[Hashable, Mapping[Hashable, float]]],
+    factor: float,
+    cap: int | None,
+    room: int,
+) -> list[Hashable]:
+    """Add ``factor ×`` another model's categorical counts under the bounds.
+
+    Features new here are taken in the other model's order while ``room``
+    lasts (later ones are dropped); values past ``cap`` go to the "other"
+    bucket (:func:`stream_nb._stores.value_map`). Returns the features added.
+    """
+    theirs = {}
+    added = []
+    for f, values in other_counts.items():
+        if f not in present:
+            if not room:
+                continue  # max_features reached: not learned
+            room -= 1
+            present[f] = {}
+            counts[f] = {}
+            added.append(f)
+        theirs[f] = values
+    vmap = value_map(counts, theirs, cap)
+    for f, values in theirs.items():
+        add_scaled(present[f], other_present[f], factor)  # type: ignore[arg-type]
+        dst = counts[f]
+        mapping = vmap[f]
+        for v, by_class in values.items():
+            target = mapping[v]
+            branch = dst.get(target)
+            if branch is None:
+                branch = dst[target] = {}
+            add_scaled(branch, by_class, factor)  # type: ignore[arg-type]
+    return added
 
 
 def load_categorical(

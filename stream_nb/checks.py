@@ -606,8 +606,8 @@ def default_factory(learner: type[Learner], **params: Any) -> Factory:
     Examples
     --------
     >>> from stream_nb import CategoricalNB
-    >>> default_factory(CategoricalNB, alpha=0.5)()
-    CategoricalNB(alpha=0.5, fit_prior=True, class_prior=None, half_life=None)
+    >>> default_factory(CategoricalNB, alpha=0.5)().alpha
+    0.5
     """
     merged = {**_REQUIRED_PARAMS.get(learner.__name__, {}), **params}
     return lambda: learner(**merged)
