@@ -499,7 +499,7 @@ class Learner(abc.ABC):
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> Learner:
+    def from_state(cls, state: Any) -> Learner:
         """Rebuild a learner from :meth:`to_state` output.
 
         Called on :class:`Learner` it builds whichever learner the state names;

@@ -32,7 +32,13 @@ import orjson
 
 import stream_nb
 from connectors.registry import open_sink, open_source
-from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError, StreamNBError
+from stream_nb._exceptions import (
+    CheckpointError,
+    ConfigError,
+    InvalidEventError,
+    ModelStateError,
+    StreamNBError,
+)
 from stream_nb.base import Learner
 from stream_nb.engine import (
     Checkpointer,
@@ -246,6 +252,49 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
     _flag(g, "--fading-factor", type=float, default=0.999, help="prequential fading factor")
 
 
+# ---------------------------------------------------------------------- memory bounds
+#: The daemon's bound on each learner parameter that takes one, applied when the
+#: learner's own default is unbounded and neither --params nor --param sets it.
+DAEMON_BOUNDS: dict[str, int] = {
+    "max_classes": 10_000,
+    "max_features": 100_000,
+    "max_values_per_feature": 10_000,
+    "max_vocabulary": 100_000,
+}
+
+
+def _add_bound_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "memory bounds",
+        "Upper bounds on the learner parameters of the same names, for learners that take "
+        "them, unless --params/--param sets the parameter; 0 lifts the bound. A learner's "
+        "own tighter default is kept (the semi-naive max_values_per_feature=100).",
+    )
+    for name, value in DAEMON_BOUNDS.items():
+        _flag(
+            g,
+            "--" + name.replace("_", "-"),
+            type=_nonneg_int,
+            default=value,
+            metavar="N",
+            help=f"bound on the learner's {name}",
+        )
+
+
+def _apply_bounds(cls: type[Learner], params: dict[str, Any], args: argparse.Namespace) -> None:
+    """Set the memory bounds the learner takes and ``params`` leaves out (see DAEMON_BOUNDS)."""
+    import inspect
+
+    accepted = inspect.signature(cls).parameters
+    for name in DAEMON_BOUNDS:
+        if name not in accepted or name in params:
+            continue
+        bound = getattr(args, name) or None
+        own = accepted[name].default
+        if own is None or (bound is not None and bound < own):
+            params[name] = bound
+
+
 def _add_log_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("logging")
     _flag(
@@ -329,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_event_flags(run)
     _add_model_flags(run)
+    _add_bound_flags(run)
     g = run.add_argument_group("predictions")
     _flag(
         g,
@@ -682,6 +732,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     address = None if args.metrics_address is None else _parse_address(parser, args.metrics_address)
 
     _setup_logging(args.log_level, args.log_format)
+    _apply_bounds(_learner_class(parser, args.model), params, args)
     learner = _make_learner(parser, args.model, params)
     decoder = _decoder(args, [args.model])
 
@@ -759,8 +810,10 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             attach(engine)
     restored = engine.restore()
     if not restored and args.initial_model is not None:
-        body = read_snapshot(args.initial_model)
-        initial = Learner.from_state(body["learner"])
+        try:
+            initial = Learner.from_state(read_snapshot(args.initial_model).get("learner"))
+        except (CheckpointError, ModelStateError) as exc:
+            parser.error(f"--initial-model {args.initial_model}: {exc}")
         if type(initial) is not type(learner):
             parser.error(
                 f"--initial-model holds a {type(initial).__name__}, not a {args.model}; "
@@ -1040,7 +1093,7 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     _import_learner_modules()
     try:
         body = read_snapshot(args.snapshot)
-        learner = Learner.from_state(body["learner"])
+        learner = Learner.from_state(body.get("learner"))
     except (CheckpointError, KeyError, StreamNBError) as exc:
         print(f"stream-nb inspect: {exc}", file=sys.stderr)
         return 1
@@ -1115,7 +1168,7 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     merged: Learner | None = None
     try:
         for path in args.snapshots:
-            learner = Learner.from_state(read_snapshot(path)["learner"])
+            learner = Learner.from_state(read_snapshot(path).get("learner"))
             merged = learner if merged is None else merged.merge(learner)
     except (StreamNBError, KeyError) as exc:
         print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
