@@ -8,6 +8,9 @@ formulas could not use.
 
 from __future__ import annotations
 
+import math
+import sys
+from collections.abc import Hashable
 from typing import Any
 
 from stream_nb._exceptions import ModelStateError
@@ -27,6 +30,20 @@ __all__ = ["GAUSSIAN_FIELDS", "check_gaussian_stats"]
 
 GAUSSIAN_FIELDS = ("classes", "total_weight", "features", "n", "mean", "m2", "global")
 
+#: Largest |mean| read: for |x| and |μ| up to it, (x − μ)² stays a finite double,
+#: so the model can still learn and score ordinary values.
+MAX_MEAN = math.sqrt(sys.float_info.max) / 2.0
+
+
+def _mean(value: Any, where: str) -> float:
+    number = read_finite(value, where)
+    if abs(number) > MAX_MEAN:
+        raise ModelStateError(
+            f"{where}: |mean| must be at most {MAX_MEAN:.3g} (beyond it squared deviations "
+            f"overflow), got {number!r}"
+        )
+    return number
+
 
 def _matrix(value: Any, where: str, rows: int, cols: int, read: Any) -> list[list[float]]:
     table = read_list(value, where, rows)
@@ -38,13 +55,14 @@ def _matrix(value: Any, where: str, rows: int, cols: int, read: Any) -> list[lis
 
 def check_gaussian_stats(
     stats: Any, where: str, *, positive_classes: bool, max_features: int | None
-) -> int:
-    """Check Gaussian statistics; return the number of features.
+) -> tuple[dict[Hashable, float], list[Hashable]]:
+    """Check Gaussian statistics; return the class weights and the feature names.
 
     Checks: labels and feature names distinct and saveable; class weights
     finite and ≥ 0 (> 0 with ``positive_classes``: the prior ``log(N_y / N)``
     needs them); ``N = Σ_y N_y``; every table of the right shape; weights
-    ``n ≥ 0`` with ``n[k][j] ≤ N_k``; ``M2 ≥ 0``; means finite; the global
+    ``n ≥ 0`` with ``n[k][j] ≤ N_k``; ``M2 ≥ 0``; means finite and within
+    :data:`MAX_MEAN`; the global
     weight of each feature the sum of its class weights; at most
     ``max_features`` features. O(classes × features).
 
@@ -55,7 +73,7 @@ def check_gaussian_stats(
     >>> model.learn_one({"a": 1.0}, "x")
     >>> stats = model.to_state()["stats"]
     >>> check_gaussian_stats(stats, "stats", positive_classes=True, max_features=None)
-    1
+    ({'x': 1.0}, ['a'])
     >>> stats["m2"] = [[-1.0]]
     >>> check_gaussian_stats(stats, "stats", positive_classes=True, max_features=None)
     Traceback (most recent call last):
@@ -78,11 +96,11 @@ def check_gaussian_stats(
         )
     kk, ff = len(classes), len(features)
     n = _matrix(stats["n"], f"{where}.n", kk, ff, read_count)
-    _matrix(stats["mean"], f"{where}.mean", kk, ff, read_finite)
+    _matrix(stats["mean"], f"{where}.mean", kk, ff, _mean)
     _matrix(stats["m2"], f"{where}.m2", kk, ff, read_count)
     glob = read_list(stats["global"], f"{where}.global", 3)
     gn = _matrix([glob[0]], f"{where}.global", 1, ff, read_count)[0]  # weights
-    _matrix([glob[1]], f"{where}.global[1:]", 1, ff, read_finite)  # means
+    _matrix([glob[1]], f"{where}.global[1:]", 1, ff, _mean)  # means
     _matrix([glob[2]], f"{where}.global[2:]", 1, ff, read_count)  # M2
     for k, (label, weight) in enumerate(classes.items()):
         for j in range(ff):
@@ -91,4 +109,4 @@ def check_gaussian_stats(
         check_consistent(
             gn[j], [row[j] for row in n], f"{where}.global[0][{j}]", "its class weights"
         )
-    return ff
+    return classes, features

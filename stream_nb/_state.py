@@ -265,10 +265,10 @@ def read_count(value: Any, where: str, *, positive: bool = False) -> float:
 
 
 def read_n_learned(value: Any, where: str = "n_learned") -> int:
-    """A finite, non-negative integer count of events (``5.0`` reads as 5)."""
-    if value.__class__ is int and value >= 0:
+    """A finite, non-negative integer count of events (``5.0`` reads as 5), below 2**63."""
+    if value.__class__ is int and 0 <= value <= _INT_HIGH:
         return int(value)
-    if value.__class__ is float and value >= 0.0 and value - value == 0.0 and value.is_integer():
+    if value.__class__ is float and 0.0 <= value < 2.0**63 and value.is_integer():
         return int(value)
     raise _fail(where, f"must be a finite integer ≥ 0, got {_show(value)}")
 

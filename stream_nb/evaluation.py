@@ -108,6 +108,7 @@ from stream_nb._exceptions import ConfigError, ModelStateError
 from stream_nb._state import (
     check_at_most,
     check_consistent,
+    decode_key,
     encode_key,
     read_finite,
     read_label,
@@ -522,7 +523,7 @@ def _label(value: Any, where: str, allow_none: bool = True) -> Any:
 
 def _weight(value: Any, where: str) -> float:
     """A weight of a state: finite and ≥ 0; integers stay integers (exact counts)."""
-    if value.__class__ is int and value >= 0:
+    if value.__class__ is int and 0 <= value < 1 << 63:
         return value
     number = read_finite(value, where)
     if number < 0.0:
@@ -1567,7 +1568,7 @@ class PrequentialEvaluator:
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
-            "window_size": self.window,
+            "window_size": encode_key(self.window),
             "fading_factor": self.fading_factor,
             "loss_matrix": None
             if matrix is None
@@ -1614,7 +1615,7 @@ class PrequentialEvaluator:
                 }
             )
             ev = cls(
-                window=state["window_size"],
+                window=decode_key(state["window_size"]),
                 fading_factor=state["fading_factor"],
                 loss_matrix=matrix,
             )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._gaussian_state import check_gaussian_stats
 from stream_nb._params import check_class_prior, check_nonneg
-from stream_nb._state import check_mapping, pairs
+from stream_nb._state import check_mapping, encode_key, pairs
 from stream_nb.base import Learner, log_softmax
 from stream_nb.stats import LOG_2PI, chan_merge
 
@@ -729,7 +729,7 @@ class _GaussianStats:
         return {
             "classes": pairs(dict(zip(self._labels, self._cw, strict=True))),
             "total_weight": self._total,
-            "features": list(self._features),
+            "features": [encode_key(f) for f in self._features],
             "n": [list(r) for r in self._n],
             "mean": [list(r) for r in self._mean],
             "m2": [list(r) for r in self._m2],
@@ -737,19 +737,17 @@ class _GaussianStats:
         }
 
     def _g_from_state(self, stats: Mapping[str, Any], where: str = "stats") -> None:
-        check_gaussian_stats(
+        classes, features = check_gaussian_stats(
             stats,
             where,
             positive_classes=self._prior_alpha == 0.0,
             max_features=self.max_features,
         )
         self._g_init()
-        for label, weight in stats["classes"]:
+        for label, weight in classes.items():
             self._g_add_class(label)
-            self._cw[-1] = _finite(weight)
-        for f in stats["features"]:
-            if f in self._fidx:
-                raise ValueError(f"feature {f!r} listed twice")
+            self._cw[-1] = weight
+        for f in features:
             self._g_add_feature(f)
         self._total = _finite(stats["total_weight"])
         kk, ff = len(self._labels), len(self._features)
