@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ from stream_nb.engine import (
 )
 from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DAEMON_BOUNDS", "build_parser", "daemon_params", "main"]
 
 _log = logging.getLogger("stream_nb.cli")
 
@@ -281,18 +281,36 @@ def _add_bound_flags(p: argparse.ArgumentParser) -> None:
         )
 
 
-def _apply_bounds(cls: type[Learner], params: dict[str, Any], args: argparse.Namespace) -> None:
-    """Set the memory bounds the learner takes and ``params`` leaves out (see DAEMON_BOUNDS)."""
+def daemon_params(
+    cls: type[Learner],
+    params: Mapping[str, Any] | None = None,
+    bounds: Mapping[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """``params`` completed with the daemon's memory bounds, as ``stream-nb run`` builds a learner.
+
+    Each bound of ``bounds`` (default :data:`DAEMON_BOUNDS`; ``None``:
+    unbounded) is set for the parameters ``cls`` takes and ``params`` leaves
+    out, unless the learner's own default is tighter.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB, SPODE
+    >>> daemon_params(CategoricalNB, {"alpha": 0.5})["max_values_per_feature"]
+    10000
+    >>> "max_values_per_feature" in daemon_params(SPODE)  # its own default, 100, is tighter
+    False
+    """
     import inspect
 
+    out = dict(params or {})
     accepted = inspect.signature(cls).parameters
-    for name in DAEMON_BOUNDS:
-        if name not in accepted or name in params:
+    for name, bound in (DAEMON_BOUNDS if bounds is None else bounds).items():
+        if name not in accepted or name in out:
             continue
-        bound = getattr(args, name) or None
         own = accepted[name].default
         if own is None or (bound is not None and bound < own):
-            params[name] = bound
+            out[name] = bound
+    return out
 
 
 def _add_log_flags(p: argparse.ArgumentParser) -> None:
@@ -732,7 +750,8 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     address = None if args.metrics_address is None else _parse_address(parser, args.metrics_address)
 
     _setup_logging(args.log_level, args.log_format)
-    _apply_bounds(_learner_class(parser, args.model), params, args)
+    bounds = {name: getattr(args, name) or None for name in DAEMON_BOUNDS}
+    params = daemon_params(_learner_class(parser, args.model), params, bounds)
     learner = _make_learner(parser, args.model, params)
     decoder = _decoder(args, [args.model])
 
