@@ -223,6 +223,13 @@ def gaussian_predict_learn_columns(
     cat_values = [columns[where[f]] for f in categorical]
     if any(len(col) != b for col in cat_values):
         return None
+    bucketed: frozenset[Hashable] = frozenset()
+    if categorical and getattr(model, "max_values_per_feature", None) is not None:
+        # values new to a full feature read as its "other" bucket (None), as per event
+        found = model._bucket_columns(categorical, cat_values)
+        if found is None:
+            return None
+        cat_values, bucketed = found
     # class index of every event (-1: unlabelled, predicted only)
     try:
         if None in ys:
@@ -266,7 +273,7 @@ def gaussian_predict_learn_columns(
                 fresh = [value for value in dict.fromkeys(col) if value not in codes]
             except TypeError:
                 return None  # unhashable value: the per-event path names it
-            if any(value is None for value in fresh):
+            if f not in bucketed and any(value is None for value in fresh):
                 return None
             for value in fresh:
                 codes[value] = len(code_values)

@@ -255,9 +255,11 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
 # ---------------------------------------------------------------------- memory bounds
 #: The daemon's bound on each learner parameter that takes one, applied when the
 #: learner's own default is unbounded and neither --params nor --param sets it.
+#: (A learner that takes ``max_vocabulary`` gets no default ``max_features``: its
+#: vocabulary is its features, bounded with an overflow token instead.)
 DAEMON_BOUNDS: dict[str, int] = {
     "max_classes": 10_000,
-    "max_features": 100_000,
+    "max_features": 10_000,
     "max_values_per_feature": 10_000,
     "max_vocabulary": 100_000,
 }
@@ -299,6 +301,9 @@ def daemon_params(
     10000
     >>> "max_values_per_feature" in daemon_params(SPODE)  # its own default, 100, is tighter
     False
+    >>> from stream_nb import MultinomialNB
+    >>> sorted(daemon_params(MultinomialNB))  # the vocabulary bounds its features
+    ['max_classes', 'max_vocabulary']
     """
     import inspect
 
@@ -307,6 +312,8 @@ def daemon_params(
     for name, bound in (DAEMON_BOUNDS if bounds is None else bounds).items():
         if name not in accepted or name in out:
             continue
+        if name == "max_features" and "max_vocabulary" in accepted:
+            continue  # the vocabulary bound applies (overflow token)
         own = accepted[name].default
         if own is None or (bound is not None and bound < own):
             out[name] = bound

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -170,14 +170,37 @@ class NaiveBayes(_GaussianStats, Learner):
     def _n_features(self) -> int:
         return len(self._fidx) + len(self._present)
 
+    def _bucket_columns(
+        self, features: Sequence[Hashable], columns: list[Sequence[Any]]
+    ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
+        """The batch kernel's categorical columns with the values new to a full feature
+        replaced by the "other" bucket, and the features so mapped; ``None`` when a full
+        feature has a missing value (the per-event path handles those)."""
+        cap = self.max_values_per_feature
+        counts: dict[Any, Any] = self._counts
+        out = []
+        mapped = []
+        for f, col in zip(features, columns, strict=True):
+            values = counts[f]
+            if cap is None or n_real(values) < cap:
+                out.append(col)
+                continue
+            if None in col:
+                return None
+            out.append([v if v in values else OTHER for v in col])
+            mapped.append(f)
+        return out, frozenset(mapped)
+
     def _accepts_new_values(self, feature: Hashable, values: list[Any]) -> bool:
         """Whether the batch kernel may learn these never-learned values of a categorical
         feature as they are; otherwise the per-event path applies the cap or rejects them."""
         cap = self.max_values_per_feature
-        if cap is not None and n_real(self._counts[feature]) + len(values) > cap:  # type: ignore[index]
+        counts: dict[Any, Any] = self._counts
+        new = sum(v is not OTHER for v in values)
+        if cap is not None and n_real(counts[feature]) + new > cap:
             return False
         try:
-            check_categories(dict.fromkeys(range(len(values))) | dict(enumerate(values)))
+            check_categories(dict(enumerate(values)))
         except InvalidEventError:
             return False
         return True

@@ -332,20 +332,28 @@ def test_other_bucket_in_a_merge_follows_learning_order() -> None:
 
 
 def test_the_batch_kernel_applies_the_other_bucket() -> None:
+    from stream_nb._vectorised import gaussian_predict_learn_many
+
     rng = random.Random(3)
-    xs = [{"a": rng.random(), "id": f"u{i}"} for i in range(400)]
-    ys = [i % 2 for i in range(400)]
+    xs = [{"a": rng.random(), "id": f"u{i % 700}"} for i in range(1200)]
+    ys = [i % 2 for i in range(1200)]
     batch, single = NaiveBayes(max_values_per_feature=50), NaiveBayes(max_values_per_feature=50)
-    for x, y in zip(xs[:20], ys[:20], strict=True):
+    for x, y in zip(xs[:400], ys[:400], strict=True):  # the feature fills up
         batch.learn_one(x, y)
         single.learn_one(x, y)
-    lps, _preds, errors = batch.predict_learn_many(xs[20:], ys[20:], [1.0] * 380)
-    assert not errors
-    for x, y, lp in zip(xs[20:], ys[20:], lps, strict=True):
-        assert_same_log_proba(lp, single.predict_log_proba_one(x))  # type: ignore[arg-type]
-        single.learn_one(x, y)
-    assert dump(batch) == dump(single)
+    for start in (400, 800):  # then whole batches: new values go to the bucket in numpy
+        got = gaussian_predict_learn_many(
+            batch, xs[start : start + 400], ys[start : start + 400], [1.0] * 400
+        )
+        assert got is not None
+        for x, y, lp in zip(xs[start : start + 400], ys[start : start + 400], got[0], strict=True):
+            assert_same_log_proba(lp, single.predict_log_proba_one(x))  # type: ignore[arg-type]
+            single.learn_one(x, y)
+    assert set(batch._counts["id"]) == set(single._counts["id"])
     assert len(batch._counts["id"]) == 51  # 50 values and the bucket
+    assert batch.model_size() == single.model_size()
+    a = batch.predict_log_proba_one({"a": 0.5, "id": "u699"})
+    assert_same_log_proba(a, single.predict_log_proba_one({"a": 0.5, "id": "u699"}))
 
 
 # ---------------------------------------------------------------------- overflow token
