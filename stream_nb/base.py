@@ -268,7 +268,9 @@ class Learner(abc.ABC):
             try:
                 self._learn(x, y, w / scale)
             except BaseException:
-                self._scale = before  # a rejected event does not decay the model
+                # a rejected event does not decay the model (unless it came with a
+                # renormalisation, which folded the decay into the raw statistics)
+                self._scale = before
                 raise
         self.n_learned += 1
 
