@@ -42,6 +42,7 @@ from stream_nb._state import (
     read_mapping,
     read_pairs,
 )
+from stream_nb._stores import capped
 from stream_nb.base import Learner
 from stream_nb.seminaive._store import OTHER, Item, Node, PairStore, add_vector, load_vector
 from stream_nb.seminaive.discretise import Discretiser, check_bin_edges
@@ -265,7 +266,7 @@ class _SemiNaive(Learner):
                     if pending is not None and raw - raw == 0.0:  # ±inf in warm-up: missing
                         pending[f] = raw
                     continue
-            if cap is not None:
+            if cap is not None:  # the rule of stream_nb._stores.capped, inlined
                 values = counts.get(f)
                 if (
                     values is not None
@@ -310,17 +311,9 @@ class _SemiNaive(Learner):
         self._pending = keep
 
     def _capped(self, f: Hashable, v: Hashable) -> Hashable:
-        """``v``, or the "other" bucket if feature ``f`` is full."""
-        cap = self.max_values_per_feature
+        """``v``, or the "other" bucket if ``f`` is full (:func:`stream_nb._stores.capped`)."""
         values: Any = self._store.nb._counts.get(f)  # type: ignore[call-overload]
-        if (
-            cap is not None
-            and values is not None
-            and v not in values
-            and len(values) - (OTHER in values) >= cap
-        ):
-            return OTHER
-        return v
+        return capped(values, v, self.max_values_per_feature)
 
     def _add_class(self, y: Hashable) -> None:
         """Give a new class an index in every count vector."""
