@@ -171,7 +171,8 @@ class Learner(abc.ABC):
     max_classes
         Most classes the model learns (``None``: unbounded). An event whose
         label would be one more raises ``InvalidEventError`` with
-        ``reason="too_many_classes"`` and is not learned.
+        ``reason="too_many_classes"`` and is not learned. (A merge keeps
+        the classes of both models, see :meth:`merge`.)
     max_features
         Most features the model keeps statistics for (``None``: unbounded).
         Features met once the model holds that many are not learned and, like
@@ -410,16 +411,18 @@ class Learner(abc.ABC):
         and B in one model. With forgetting, ``other``'s statistics are added
         as they stand now (already decayed in ``other``).
 
-        Memory bounds hold for the merged model: ``other``'s features beyond
-        ``max_features`` (in the order ``other`` learned them) are dropped,
-        values beyond a per-feature cap go to the "other"/overflow bucket.
+        Memory bounds: ``other``'s features beyond ``max_features`` (in the
+        order ``other`` learned them) are dropped, values beyond a per-feature
+        cap go to the "other"/overflow bucket. Every class of ``other`` is
+        kept, even past ``max_classes`` (dropping one would need its events):
+        the bound applies to learning, so merging ``m`` models holds at most
+        ``m × max_classes`` classes, and a merge never fails for it (a daemon
+        folding the deltas of several workers must not stop).
 
         Raises
         ------
         IncompatibleModelError
-            If ``other`` is of another class or has other parameters, or if
-            the merged model would hold more than ``max_classes`` classes
-            (nothing is changed).
+            If ``other`` is of another class or has other parameters.
         """
         if type(other) is not type(self):
             raise IncompatibleModelError(
@@ -433,15 +436,6 @@ class Learner(abc.ABC):
                 f"cannot merge {type(self).__name__} models whose parameters differ: {diff}; "
                 "create both with the same parameters"
             )
-        cap = self.max_classes
-        if cap is not None:
-            labels = self._class_labels()
-            union = len(labels) + sum(1 for y in other._class_labels() if y not in labels)
-            if union > cap:
-                raise IncompatibleModelError(
-                    f"cannot merge: the merged {type(self).__name__} would have {union} classes, "
-                    f"more than max_classes={cap}; create both with a larger max_classes"
-                )
         self._merge(other, other._scale / self._scale)
         self.n_learned += other.n_learned
         return self
@@ -542,11 +536,6 @@ class Learner(abc.ABC):
                 )
             model._scale = scale
             model._stats_from_state(field(state, "stats", "state"))
-            if model.max_classes is not None and len(model._class_labels()) > model.max_classes:
-                raise ModelStateError(
-                    f"stats: {len(model._class_labels())} classes, more than "
-                    f"max_classes={model.max_classes}"
-                )
         except ModelStateError as exc:
             if str(exc).startswith(f"malformed {name} state"):
                 raise
