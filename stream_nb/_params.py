@@ -7,8 +7,16 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from stream_nb._exceptions import ConfigError
+from stream_nb._state import LABEL_TYPES
 
-__all__ = ["check_alpha", "check_bool", "check_class_prior", "check_nonneg", "log_prior"]
+__all__ = [
+    "check_alpha",
+    "check_bool",
+    "check_cap",
+    "check_class_prior",
+    "check_nonneg",
+    "log_prior",
+]
 
 _log = math.log
 
@@ -34,6 +42,25 @@ def check_nonneg(value: Any, name: str) -> float:
     return float(value)
 
 
+def check_cap(value: Any, name: str) -> int | None:
+    """A memory bound: ``None`` (unbounded) or an integer ≥ 1 (not ``bool``).
+
+    Examples
+    --------
+    >>> check_cap(None, "max_classes"), check_cap(10, "max_classes")
+    (None, 10)
+    >>> check_cap(0, "max_classes")
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: max_classes must be an integer >= 1 or None (unbounded), ...
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1 or None (unbounded), got {value!r}")
+    return int(value)
+
+
 def check_bool(value: Any, name: str) -> bool:
     """A real ``bool`` (not a truthy string such as ``"false"``)."""
     if not isinstance(value, bool):
@@ -54,6 +81,13 @@ def check_class_prior(class_prior: Any) -> dict[Hashable, float] | None:
         )
     out: dict[Hashable, float] = {}
     for label, p in class_prior.items():
+        if label.__class__ not in LABEL_TYPES and not (
+            label.__class__ is float and label - label == 0.0
+        ):
+            raise ConfigError(
+                f"class_prior has label {label!r} ({type(label).__name__}); labels must be "
+                "a string, an integer, a bool or a finite float"
+            )
         if (
             isinstance(p, bool)
             or not isinstance(p, (int, float))

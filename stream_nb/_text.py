@@ -1,8 +1,22 @@
-"""Event validation shared by the text learners (multinomial, Bernoulli, complement).
+"""Event validation and the vocabulary shared by the text learners (multinomial,
+Bernoulli, complement).
 
 The checks run before any statistic is touched, so a rejected event leaves the
 model unchanged. The fast path is two C-level passes (``sum`` and ``min``); the
 offending token is searched for only when they fail.
+
+Bounded vocabulary
+------------------
+With ``max_vocabulary = m`` the vocabulary keeps the first ``m`` tokens
+learned; tokens first met once it holds ``m`` share one *overflow token*
+(:data:`stream_nb._stores.OTHER`, ``None`` in states), when learned and when
+scored. In an event, the overflow token's value combines those of all such
+tokens: their sum for the count learners (``x_other = Σ x_t``), their maximum
+for Bernoulli (on when any of them is on). The model is then exactly an
+unbounded one learned on the stream so rewritten, so every formula keeps its
+meaning with ``V ≤ m + 1``. ``max_features`` instead drops new tokens once
+``max_features`` are kept (they are not learned and score nothing); when
+both are set, whichever is reached first applies.
 """
 
 from __future__ import annotations
@@ -12,9 +26,21 @@ from collections.abc import Hashable, Mapping
 from numbers import Real
 from typing import Any
 
-from stream_nb._exceptions import InvalidEventError
-from stream_nb._state import pairs
-from stream_nb._stores import add_scaled, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb._exceptions import InvalidEventError, ModelStateError
+from stream_nb._params import check_cap
+from stream_nb._state import (
+    check_at_most,
+    check_consistent,
+    check_feature_names,
+    field,
+    pairs,
+    read_count,
+    read_key,
+    read_label,
+    read_mapping,
+    read_pairs,
+)
+from stream_nb._stores import OTHER, add_scaled, n_real, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.base import Learner
 
 __all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
@@ -174,17 +200,39 @@ class _TokenLearner(Learner):
     per-class totals in ``_class_extra`` (name -> label -> raw weight) and
     derived caches, rebuilt by :meth:`_rebuild` after a merge, a rescale or a
     load (caches are never read from a state).
+
+    Subclasses call :meth:`_learned_tokens` and :meth:`_scored_tokens` on
+    ``x`` (after validating its values) to apply the vocabulary bounds.
     """
 
     _EXTRA: tuple[str, ...] = ()
+    #: Combines the values of the tokens that share the overflow token.
+    _COMBINE: Any = staticmethod(lambda a, b: a + b)
+    #: A token with value 0 is learned into the vocabulary (Bernoulli: every
+    #: feature present is; count learners: only positive counts are).
+    _LEARNS_ZEROS = False
 
-    def __init__(self, *, half_life: float | None = None) -> None:
-        super().__init__(half_life=half_life)
+    def __init__(
+        self,
+        *,
+        max_vocabulary: int | None = None,
+        half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
+    ) -> None:
+        super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
+        self.max_vocabulary = check_cap(max_vocabulary, "max_vocabulary")
         self._class_weight: dict[Hashable, float] = {}  # N_y, in order of first appearance
         self._total_weight = 0.0  # N
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
+
+    def _vocabulary_params(self) -> dict[str, Any]:
+        return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}
+
+    def _class_labels(self) -> dict[Hashable, int]:
+        return self._index
 
     def _add_weight(self, y: Hashable, w: float) -> int:
         """Add ``w`` to ``N_y`` and ``N``; return the class index of ``y``."""
@@ -203,6 +251,73 @@ class _TokenLearner(Learner):
     def _rebuild(self) -> None:
         """Recompute derived caches from the raw statistics."""
 
+    # ------------------------------------------------------------------ vocabulary
+    def _learned_tokens(self, x: Mapping[Any, Any]) -> Mapping[Any, Any]:
+        """``x`` as it is learned: token names new to the model checked, bounds applied.
+
+        ``x`` itself (no copy) unless a bound changes it; its values must be
+        valid already.
+        """
+        rows = self._counts
+        if x.keys() <= rows.keys() and None not in x:  # every token known: nothing to check
+            return x
+        check_feature_names(x)
+        if self.max_vocabulary is None and self.max_features is None:
+            return x
+        return self._bounded(x, True)
+
+    def _scored_tokens(self, x: Mapping[Any, Any]) -> Mapping[Any, Any]:
+        """``x`` as it is scored: unknown tokens of a full vocabulary read as the overflow token."""
+        cap = self.max_vocabulary
+        rows = self._counts
+        if cap is None or n_real(rows) < cap or x.keys() <= rows.keys():
+            return x
+        return self._bounded(x, False)
+
+    def _bounded(self, x: Mapping[Any, Any], learning: bool) -> dict[Any, Any]:
+        """``x`` with tokens outside the vocabulary admitted, folded into the overflow
+        token, or dropped (see the module docstring)."""
+        rows = self._counts
+        vcap, fcap = self.max_vocabulary, self.max_features
+        size = n_real(rows)
+        combine = self._COMBINE
+        zeros = self._LEARNS_ZEROS
+        out: dict[Any, Any] = {}
+        for token, value in x.items():
+            if token in rows and token is not OTHER:
+                out[token] = value
+            elif not learning:
+                if vcap is not None and size >= vcap:
+                    out[OTHER] = value if OTHER not in out else combine(out[OTHER], value)
+            elif not zeros and not value > 0:
+                continue  # a zero count: not learned, never in the vocabulary
+            elif (vcap is None or size < vcap) and (fcap is None or size < fcap):
+                out[token] = value
+                size += 1
+            elif vcap is not None and size >= vcap:
+                out[OTHER] = value if OTHER not in out else combine(out[OTHER], value)
+            # else: max_features reached, the token is not learned
+        return out
+
+    def _token_map(self, other: _TokenLearner) -> dict[Any, Any]:
+        """Where each of ``other``'s tokens lands here: itself, :data:`OTHER`, or ``...``
+        (dropped), admitting new ones in ``other``'s order as learning would."""
+        rows = self._counts
+        vcap, fcap = self.max_vocabulary, self.max_features
+        size = n_real(rows)
+        out: dict[Any, Any] = {}
+        for token in other._counts:
+            if token in rows or token is OTHER:
+                out[token] = token
+            elif (vcap is None or size < vcap) and (fcap is None or size < fcap):
+                out[token] = token
+                size += 1
+            elif vcap is not None and size >= vcap:
+                out[token] = OTHER
+            else:
+                out[token] = ...
+        return out
+
     # ------------------------------------------------------------------ sparse views
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
         labels = list(self._class_weight)
@@ -216,7 +331,7 @@ class _TokenLearner(Learner):
         class_weight: dict[Hashable, float],
         total_weight: float,
         extra: Mapping[str, Mapping[Hashable, float]],
-        counts: Mapping[str, Mapping[Hashable, float]],
+        counts: Mapping[Any, Mapping[Hashable, float]],
     ) -> None:
         """Set the raw statistics from sparse form and rebuild everything derived."""
         index = {y: k for k, y in enumerate(class_weight)}
@@ -224,11 +339,11 @@ class _TokenLearner(Learner):
         for token, by_class in counts.items():
             unknown = by_class.keys() - index.keys()
             if unknown:
-                raise ValueError(f"counts of token {token!r} name unknown classes {unknown!r}")
+                raise ModelStateError(
+                    f"stats.counts[{token!r}]: names unknown classes {sorted(map(repr, unknown))}"
+                )
             row = [0.0] * (max((index[y] for y in by_class), default=-1) + 1)
             for y, n in by_class.items():
-                if n < 0:
-                    raise ValueError(f"count of token {token!r} in class {y!r} is negative: {n!r}")
                 row[index[y]] = n
             dense[token] = row
         self._class_extra = {
@@ -252,9 +367,48 @@ class _TokenLearner(Learner):
         for name in self._EXTRA:
             add_scaled(extra[name], other._class_extra[name], factor)
         counts = self._sparse_counts()
-        add_scaled(counts, other._sparse_counts(), factor)
+        theirs = other._sparse_counts()
+        if self.max_vocabulary is not None or self.max_features is not None:
+            theirs = self._mapped_counts(other, theirs, extra, factor)
+        add_scaled(counts, theirs, factor)
         total = self._total_weight + other._total_weight * factor
         self._load(class_weight, total, extra, counts)
+
+    def _mapped_counts(
+        self,
+        other: _TokenLearner,
+        theirs: dict[Any, dict[Hashable, float]],
+        extra: dict[str, dict[Hashable, float]],
+        factor: float,
+    ) -> dict[Any, dict[Hashable, float]]:
+        """``other``'s sparse counts under this model's vocabulary bounds.
+
+        Tokens past ``max_vocabulary`` are summed into the overflow token;
+        dropped tokens (``max_features``) leave the per-class totals
+        ``extra`` too.
+        """
+        tmap = self._token_map(other)
+        out: dict[Any, dict[Hashable, float]] = {}
+        for token, by_class in theirs.items():
+            target = tmap[token]
+            if target is ...:
+                for name in self._EXTRA:
+                    column = extra[name]
+                    for y, n in by_class.items():
+                        column[y] -= n * factor
+                continue
+            dst = out.setdefault(target, {})
+            for y, n in by_class.items():
+                dst[y] = dst.get(y, 0.0) + n
+        if OTHER in out:
+            out[OTHER] = self._overflow_counts(out[OTHER], other)
+        return out
+
+    def _overflow_counts(
+        self, by_class: dict[Hashable, float], other: _TokenLearner
+    ) -> dict[Hashable, float]:
+        """Counts ``other`` adds to the overflow token (sums of those of its tokens)."""
+        return by_class
 
     def _rescale(self, factor: float) -> None:
         rescale(self._class_weight, factor)
@@ -273,14 +427,60 @@ class _TokenLearner(Learner):
             "counts": tree_to_pairs(self._sparse_counts()),
         }
 
+    #: Each count is at most its class weight (Bernoulli: events in which the token was on).
+    _COUNTS_BOUNDED_BY_CLASS = False
+
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
-        class_weight = tree_from_pairs(stats["class_weight"], depth=1)
-        extra = {name: tree_from_pairs(stats[name], depth=1) for name in self._EXTRA}
+        stats = read_mapping(
+            stats, "stats", ("class_weight", "total_weight", *self._EXTRA, "counts")
+        )
+        class_weight = read_pairs(
+            field(stats, "class_weight", "stats"),
+            "stats.class_weight",
+            read_count,
+            key=read_label,
+        )
+        total = read_count(stats["total_weight"], "stats.total_weight")
+        check_consistent(total, class_weight.values(), "stats.total_weight", "the class weights")
+        extra = {
+            name: read_pairs(stats[name], f"stats.{name}", read_count, key=read_label)
+            for name in self._EXTRA
+        }
         for name, values in extra.items():
-            if set(values) != set(class_weight):
-                raise ValueError(f"{name} and class_weight must name the same classes")
-        counts = tree_from_pairs(stats["counts"], depth=2)
-        self._load(class_weight, float(stats["total_weight"]), extra, counts)  # type: ignore[arg-type]
+            if values.keys() != class_weight.keys():
+                raise ModelStateError(
+                    f"stats.{name}: must name the same classes as stats.class_weight"
+                )
+        capped = self.max_vocabulary is not None
+
+        def token(value: Any, where: str) -> Hashable:
+            return read_key(value, where, allow_none=capped)
+
+        counts = tree_from_pairs(stats["counts"], 2, "stats.counts", keys=(token, read_label))
+        if self.max_vocabulary is not None and n_real(counts) > self.max_vocabulary:
+            raise ModelStateError(
+                f"stats.counts: {n_real(counts)} tokens, more than "
+                f"max_vocabulary={self.max_vocabulary}"
+            )
+        if self.max_features is not None and n_real(counts) > self.max_features:
+            raise ModelStateError(
+                f"stats.counts: {n_real(counts)} tokens, more than max_features={self.max_features}"
+            )
+        sums: dict[Hashable, list[float]] = {y: [] for y in class_weight}
+        for t, by_class in counts.items():
+            for y, n in by_class.items():
+                column = sums.get(y)
+                if column is None:
+                    raise ModelStateError(f"stats.counts[{t!r}]: unknown class {y!r}")
+                column.append(n)
+                if self._COUNTS_BOUNDED_BY_CLASS:
+                    check_at_most(
+                        n, class_weight[y], f"stats.counts[{t!r}][{y!r}]", "the class weight"
+                    )
+        for name, values in extra.items():
+            for y, n in values.items():
+                check_consistent(n, sums[y], f"stats.{name}[{y!r}]", "the class's token counts")
+        self._load(class_weight, total, extra, counts)
 
     def _size(self) -> tuple[int, int, int]:
         classes = len(self._class_weight)

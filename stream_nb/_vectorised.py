@@ -228,6 +228,13 @@ def gaussian_predict_learn_columns(
     cat_values = [columns[where[f]] for f in categorical]
     if any(len(col) != b for col in cat_values):
         return None
+    bucketed: frozenset[Hashable] = frozenset()
+    if categorical and getattr(model, "max_values_per_feature", None) is not None:
+        # values new to a full feature read as its "other" bucket (None), as per event
+        found = model._bucket_columns(categorical, cat_values)
+        if found is None:
+            return None
+        cat_values, bucketed = found
     # class index of every event (-1: unlabelled, predicted only)
     try:
         if None in ys:
@@ -271,7 +278,7 @@ def gaussian_predict_learn_columns(
                 fresh = [value for value in dict.fromkeys(col) if value not in codes]
             except TypeError:
                 return None  # unhashable value: the per-event path names it
-            if any(value is None for value in fresh):
+            if f not in bucketed and any(value is None for value in fresh):
                 return None
             for value in fresh:
                 codes[value] = len(code_values)
@@ -374,6 +381,8 @@ def gaussian_predict_learn_columns(
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
+            if unseen and not model._accepts_new_values(f, [code_values[c] for c in unseen]):
+                return None  # a value past max_values_per_feature, or not a category
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
                 is_new = np.zeros(len(code_values), dtype=bool)

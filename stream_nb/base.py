@@ -21,6 +21,29 @@ Hooks
     pair lists, see :func:`stream_nb._state.pairs`).
 ``_size() -> tuple[int, int, int]``
     ``(classes, features, stored numbers)`` for :meth:`Learner.model_size`.
+``_class_labels() -> Collection``
+    The labels learned so far (a dict or set: O(1) membership), for
+    ``max_classes``; needed only by learners that accept that parameter.
+
+Events and states
+-----------------
+:meth:`Learner.learn_one` checks in O(1) that ``x`` is a mapping and that the
+label can be saved (see :func:`stream_nb._state.check_label`), and enforces
+``max_classes``; learners check feature names and values that are new to them
+before changing anything. :meth:`Learner.from_state` checks the envelope
+(format, version, learner, parameters, ``n_learned``, ``scale``); each
+learner's ``_stats_from_state`` validates its statistics with the helpers of
+:mod:`stream_nb._state`, so that a state either loads into a model whose
+every formula is defined, or raises :class:`~stream_nb.ModelStateError`
+naming the field.
+
+Memory bounds
+-------------
+Every learner of stream-nb takes ``max_classes`` (an event of a new class
+beyond it raises ``InvalidEventError(reason="too_many_classes")``, the model
+unchanged) and ``max_features`` (features first met once the model holds that
+many are not learned, and contribute nothing to predictions, exactly as a
+feature never seen). ``None`` (the default) means unbounded.
 
 Forgetting
 ----------
@@ -42,7 +65,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from stream_nb._exceptions import (
@@ -51,7 +74,18 @@ from stream_nb._exceptions import (
     InvalidEventError,
     ModelStateError,
 )
-from stream_nb._state import decode_value, encode_value
+from stream_nb._params import check_cap
+from stream_nb._state import (
+    LABEL_TYPES,
+    check_feature_names,
+    check_label,
+    check_mapping,
+    decode_value,
+    encode_value,
+    field,
+    read_count,
+    read_n_learned,
+)
 
 __all__ = ["Learner", "log_softmax", "log_softmax_argmax"]
 
@@ -134,6 +168,15 @@ class Learner(abc.ABC):
         ``None`` (default) keeps every event forever. A positive number makes
         statistics decay exponentially: an event's weight halves after
         ``half_life`` further units of learned weight.
+    max_classes
+        Most classes the model learns (``None``: unbounded). An event whose
+        label would be one more raises ``InvalidEventError`` with
+        ``reason="too_many_classes"`` and is not learned. (A merge keeps
+        the classes of both models, see :meth:`merge`.)
+    max_features
+        Most features the model keeps statistics for (``None``: unbounded).
+        Features met once the model holds that many are not learned and, like
+        any feature never learned, contribute nothing to predictions.
 
     Attributes
     ----------
@@ -149,7 +192,13 @@ class Learner(abc.ABC):
         if not cls.__name__.startswith("_"):
             Learner._registry[cls.__name__] = cls
 
-    def __init__(self, *, half_life: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
+    ) -> None:
         if half_life is not None:
             if isinstance(half_life, bool) or not isinstance(half_life, (int, float)):
                 raise ConfigError(
@@ -164,6 +213,9 @@ class Learner(abc.ABC):
         self._gamma: float | None = None if half_life is None else 0.5 ** (1.0 / half_life)
         self._scale = 1.0
         self.n_learned = 0
+        # memory bounds (see "Memory bounds" in the module docstring)
+        self.max_classes = check_cap(max_classes, "max_classes")
+        self.max_features = check_cap(max_features, "max_features")
 
     # ------------------------------------------------------------------ protocol
     def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
@@ -174,9 +226,19 @@ class Learner(abc.ABC):
         x
             Features by name. Never mutated.
         y
-            The label: any hashable scalar.
+            The label: a ``str``, an ``int`` (any size), a ``bool`` or a
+            finite ``float``.
         w
             Sample weight, a positive finite number.
+
+        Raises
+        ------
+        InvalidEventError
+            With ``reason="invalid_label"`` (``None``, NaN, a tuple…),
+            ``"invalid_features"`` (``x`` not a mapping, a feature name or
+            value that a saved state could not hold), ``"too_many_classes"``
+            (a new class beyond ``max_classes``) or a learner-specific reason.
+            The model is left unchanged.
         """
         if w != 1.0 and (
             isinstance(w, bool)
@@ -187,19 +249,48 @@ class Learner(abc.ABC):
                 f"sample weight w must be positive and finite, got {w!r}; "
                 "pass a number such as 1.0 (the default)"
             )
+        # the event: O(1) checks here, feature names and values in the learner
+        if x.__class__ is not dict:
+            x = check_mapping(x)
+        if y.__class__ not in LABEL_TYPES:
+            y = check_label(y)
+        if self.max_classes is not None:
+            self._check_new_class(y)
         gamma = self._gamma
-        if gamma is not None:
-            scale = self._scale * (gamma if w == 1.0 else gamma**w)
+        if gamma is None:
+            self._learn(x, y, w)
+        else:
+            before = self._scale
+            scale = before * (gamma if w == 1.0 else gamma**w)
             if scale < _RENORMALISE_BELOW:
                 self._rescale(scale)
-                scale = 1.0
+                before = scale = 1.0
             self._scale = scale
-            w = w / scale
-        self._learn(x, y, w)
+            try:
+                self._learn(x, y, w / scale)
+            except BaseException:
+                # a rejected event does not decay the model (unless it came with a
+                # renormalisation, which folded the decay into the raw statistics)
+                self._scale = before
+                raise
         self.n_learned += 1
+
+    def _check_new_class(self, y: Hashable) -> None:
+        """Raise ``too_many_classes`` if ``y`` would be one class more than ``max_classes``."""
+        labels = self._class_labels()
+        cap = self.max_classes
+        if cap is not None and y not in labels and len(labels) >= cap:
+            raise InvalidEventError(
+                f"label {y!r} would be class {len(labels) + 1} of a model with "
+                f"max_classes={cap}; the event is not learned (raise max_classes, or map "
+                "rare labels to one label upstream)",
+                reason="too_many_classes",
+            )
 
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """Normalised log posterior ``log P(y | x)`` of every class; ``{}`` before learning."""
+        if x.__class__ is not dict:
+            x = check_mapping(x)
         return log_softmax(self._joint_log_likelihood(x))
 
     def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -208,6 +299,8 @@ class Learner(abc.ABC):
 
     def predict_one(self, x: Mapping[str, Any]) -> Hashable | None:
         """The most probable class (first learned wins ties); ``None`` before learning."""
+        if x.__class__ is not dict:
+            x = check_mapping(x)
         jll = self._joint_log_likelihood(x)
         if not jll:
             return None
@@ -264,7 +357,7 @@ class Learner(abc.ABC):
         add_pred = predictions.append
         for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
             try:
-                jll = jll_of(x)
+                jll = jll_of(x if x.__class__ is dict else check_mapping(x))
             except (InvalidEventError, TypeError, ValueError) as exc:
                 errors[i] = exc
                 add_lp(None)
@@ -318,6 +411,14 @@ class Learner(abc.ABC):
         and B in one model. With forgetting, ``other``'s statistics are added
         as they stand now (already decayed in ``other``).
 
+        Memory bounds: ``other``'s features beyond ``max_features`` (in the
+        order ``other`` learned them) are dropped, values beyond a per-feature
+        cap go to the "other"/overflow bucket. Every class of ``other`` is
+        kept, even past ``max_classes`` (dropping one would need its events):
+        the bound applies to learning, so merging ``m`` models holds at most
+        ``m × max_classes`` classes, and a merge never fails for it (a daemon
+        folding the deltas of several workers must not stop).
+
         Raises
         ------
         IncompatibleModelError
@@ -346,6 +447,27 @@ class Learner(abc.ABC):
         params["half_life"] = self.half_life
         return params
 
+    def _cap_params(self) -> dict[str, Any]:
+        """``max_classes`` and ``max_features``, for ``_params`` of learners that take them."""
+        return {"max_classes": self.max_classes, "max_features": self.max_features}
+
+    def _admit(self, n_known: int, new: int = 1) -> int:
+        """How many of ``new`` features first met may be learned next to ``n_known`` ones."""
+        cap = self.max_features
+        if cap is None:
+            return new
+        return max(0, min(new, cap - n_known))
+
+    def _new_features(self, names: list[Any], n_known: int) -> list[Any]:
+        """Of ``names`` first met (in event order), those that may be learned.
+
+        Each is checked (see :func:`stream_nb._state.check_feature_names`);
+        at most ``max_features - n_known`` are kept.
+        """
+        check_feature_names(names)
+        room = self._admit(n_known, len(names))
+        return names if room == len(names) else names[:room]
+
     def clone(self) -> Learner:
         """A new, untrained learner with the same parameters."""
         return type(self)(**self.get_params())
@@ -373,7 +495,7 @@ class Learner(abc.ABC):
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> Learner:
+    def from_state(cls, state: Any) -> Learner:
         """Rebuild a learner from :meth:`to_state` output.
 
         Called on :class:`Learner` it builds whichever learner the state names;
@@ -401,17 +523,32 @@ class Learner(abc.ABC):
         if cls is not Learner and not issubclass(target, cls):
             raise ModelStateError(f"state holds a {name}, not a {cls.__name__}")
         try:
-            params = {k: decode_value(v) for k, v in state["params"].items()}
+            raw = field(state, "params", "state")
+            if not isinstance(raw, Mapping):
+                raise ModelStateError(f"params: must be a JSON object, got {raw!r:.80}")
+            params = {k: decode_value(v) for k, v in raw.items()}
             model = target(**params)
-            model.n_learned = int(state["n_learned"])
-            scale = float(state["scale"])
-            if not (scale > 0 and math.isfinite(scale)):
-                raise ValueError(f"scale must be positive and finite, got {scale!r}")
+            model.n_learned = read_n_learned(field(state, "n_learned", "state"))
+            scale = read_count(field(state, "scale", "state"), "scale", positive=True)
+            if scale > 1.0 or (model.half_life is None and scale != 1.0):
+                raise ModelStateError(
+                    f"scale: must be in (0, 1] with half_life and exactly 1 without, got {scale!r}"
+                )
             model._scale = scale
-            model._stats_from_state(state["stats"])
-        except ModelStateError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+            model._stats_from_state(field(state, "stats", "state"))
+        except ModelStateError as exc:
+            if str(exc).startswith(f"malformed {name} state"):
+                raise
+            raise ModelStateError(f"malformed {name} state: {exc}") from exc
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            IndexError,
+            ArithmeticError,
+            RecursionError,
+        ) as exc:
             raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
         return model
 
@@ -472,3 +609,9 @@ class Learner(abc.ABC):
     @abc.abstractmethod
     def _size(self) -> tuple[int, int, int]:
         """``(classes, features, stored numbers)``."""
+
+    def _class_labels(self) -> Collection[Hashable]:
+        """The classes learned so far (O(1) membership); needed for ``max_classes``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} sets max_classes but does not implement _class_labels"
+        )

@@ -84,15 +84,25 @@ class BernoulliNB(_TokenLearner):
     class_prior
         Fixed priors by label (ratios matter). Seen classes missing from it are
         not scored.
+    max_vocabulary
+        Features kept before new ones share the overflow feature (``None``:
+        unbounded), which is on when any of them is on: ``b_other = max_t b_t``
+        (their values' maximum is binarised); ``V ≤ max_vocabulary + 1``, see
+        :mod:`stream_nb._text`. Merging can only bound the overflow counts of
+        the other model by its class weights (they are exact when at most one
+        overflow feature is on per event).
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner`.
 
     Raises
     ------
     InvalidEventError
         When a value cannot be compared with ``binarize`` or is NaN
         (``reason="non_numeric"``), or with ``binarize=None`` is not 0/1
-        (``"non_binary"``); the model is left unchanged.
+        (``"non_binary"``), or a feature name cannot be saved
+        (``"invalid_features"``); the model is left unchanged.
 
     Examples
     --------
@@ -114,9 +124,17 @@ class BernoulliNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         *,
+        max_vocabulary: int | None = None,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(
+            max_vocabulary=max_vocabulary,
+            half_life=half_life,
+            max_classes=max_classes,
+            max_features=max_features,
+        )
         self.alpha = check_alpha(alpha)
         self.binarize = _check_binarize(binarize)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
@@ -134,7 +152,20 @@ class BernoulliNB(_TokenLearner):
             "binarize": self.binarize,
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
+            **self._vocabulary_params(),
         }
+
+    _COMBINE = staticmethod(max)  # the overflow feature is on when any of its features is
+    _LEARNS_ZEROS = True
+    _COUNTS_BOUNDED_BY_CLASS = True
+
+    def _overflow_counts(
+        self, by_class: dict[Hashable, float], other: Any
+    ) -> dict[Hashable, float]:
+        # Σ_t N_{y,t} counts an event once per overflow feature on in it; the
+        # events with any of them on are at most N_y (exact with at most one).
+        weight = other._class_weight
+        return {y: min(n, weight[y]) for y, n in by_class.items()}
 
     def _on(self, x: Mapping[str, Any]) -> list[str]:
         threshold = self.binarize
@@ -143,6 +174,10 @@ class BernoulliNB(_TokenLearner):
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         on = self._on(x)  # validates before anything changes
+        features = self._learned_tokens(x)
+        if features is not x:  # vocabulary bounds applied
+            x = features
+            on = self._on(x)
         k = self._add_weight(y, w)
         if k == len(self._hist):
             self._hist.append({})
@@ -213,6 +248,9 @@ class BernoulliNB(_TokenLearner):
         if not class_weight:
             return {}
         on = self._on(x)
+        features = self._scored_tokens(x)
+        if features is not x:
+            on = self._on(features)
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         if alpha != self._agg_alpha:  # forgetting: every aggregate is stale
             self._agg = [None] * len(self._agg)

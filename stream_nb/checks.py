@@ -28,6 +28,11 @@ check                        property
 ``no_log_zero``              no warning (run as errors) and no exception from
                              ``log(0)`` on edge cases: one class, tiny weights, ``{}``
 ``wide_events``              10,000 features per event: finite, normalised answers
+``unsaveable_rejected``      labels and feature names a state could not hold (tuples,
+                             ``None``, NaN, objects), unhashable labels and a non-mapping
+                             ``x`` raise ``InvalidEventError`` with a bounded reason and
+                             change nothing; integers beyond 64 bits (labels, names)
+                             survive a JSON state exactly
 ===========================  ==========================================================
 
 A learner may be exempt from a check only with a written reason, e.g.
@@ -69,6 +74,7 @@ from typing import Any
 
 import orjson
 
+from stream_nb._exceptions import InvalidEventError
 from stream_nb.base import Learner
 from stream_nb.datasets import agrawal, categorical_stream, mixed_stream, zipf_text
 
@@ -435,6 +441,57 @@ def check_wide_events(factory: Factory, events: Sequence[Event]) -> None:
             )
 
 
+#: Labels no saved state could hold, with the reason each must be rejected with.
+_BAD_LABELS: tuple[tuple[Any, str], ...] = (
+    (("a", 1), "invalid_label"),
+    (None, "invalid_label"),
+    (math.nan, "invalid_label"),
+    (math.inf, "invalid_label"),
+    (b"bytes", "invalid_label"),
+    (object(), "invalid_label"),
+    ([1], "invalid_label"),
+)
+#: A label beyond 64 bits (orjson cannot write it as a plain number).
+_BIG_LABEL = 2**70 + 1
+
+
+def check_unsaveable_rejected(factory: Factory, events: Sequence[Event]) -> None:
+    """What a state could not hold is rejected at ``learn_one``; big integers survive exactly."""
+    _need(events, 2, "unsaveable_rejected")
+    model = _learn_all(factory(), events[: len(events) // 2])
+    before = _dump(model)
+    x, y = events[-1]
+
+    def rejected(x: Any, y: Any, reason: str, what: str) -> None:
+        try:
+            model.learn_one(x, y)
+        except InvalidEventError as exc:
+            if exc.reason != reason:
+                raise _fail(
+                    "unsaveable_rejected", model, f"{what}: reason {exc.reason!r}, not {reason!r}"
+                ) from None
+        else:
+            raise _fail("unsaveable_rejected", model, f"{what} was learned")
+        if _dump(model) != before:
+            raise _fail("unsaveable_rejected", model, f"rejecting {what} changed the model")
+
+    for label, reason in _BAD_LABELS:
+        rejected(x, label, reason, f"label {label!r}")
+    for bad_x in ([("f", 1)], None, "f=1"):
+        rejected(bad_x, y, "invalid_features", f"x={bad_x!r}")
+    if x:
+        value = next(iter(x.values()))
+        bad_names: tuple[Any, ...] = (("f", "g"), None, math.nan, b"f")
+        for bad_name in bad_names:
+            bad: dict[Any, Any] = {**x, bad_name: value}
+            rejected(bad, y, "invalid_features", f"feature name {bad_name!r}")
+    model.learn_one(x, _BIG_LABEL)
+    copied = Learner.from_state(orjson.loads(_dump(model)))
+    labels = [c for c in copied.predict_log_proba_one(x) if c == _BIG_LABEL]
+    if [type(c) for c in labels] != [int] or _dump(copied) != _dump(model):
+        raise _fail("unsaveable_rejected", model, f"label {_BIG_LABEL} did not survive a state")
+
+
 #: Every check by name, in the order :func:`yield_checks` runs them.
 CHECKS: dict[str, Callable[[Factory, Sequence[Event]], None]] = {
     "cold_start": check_cold_start,
@@ -451,6 +508,7 @@ CHECKS: dict[str, Callable[[Factory, Sequence[Event]], None]] = {
     "weight_repetition": check_weight_repetition,
     "no_log_zero": check_no_log_zero,
     "wide_events": check_wide_events,
+    "unsaveable_rejected": check_unsaveable_rejected,
 }
 
 
@@ -606,8 +664,8 @@ def default_factory(learner: type[Learner], **params: Any) -> Factory:
     Examples
     --------
     >>> from stream_nb import CategoricalNB
-    >>> default_factory(CategoricalNB, alpha=0.5)()
-    CategoricalNB(alpha=0.5, fit_prior=True, class_prior=None, half_life=None)
+    >>> default_factory(CategoricalNB, alpha=0.5)().alpha
+    0.5
     """
     merged = {**_REQUIRED_PARAMS.get(learner.__name__, {}), **params}
     return lambda: learner(**merged)

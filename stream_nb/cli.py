@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.checkpoint import encode_snapshot, read_snapshot
 from stream_nb.engine.engine import ENGINE_STATE_FORMAT
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DAEMON_BOUNDS", "build_parser", "daemon_params", "main"]
 
 _log = logging.getLogger("stream_nb.cli")
 
@@ -254,6 +254,74 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
     _flag(g, "--fading-factor", type=float, default=0.999, help="prequential fading factor")
 
 
+# ---------------------------------------------------------------------- memory bounds
+#: The daemon's bound on each learner parameter that takes one, applied when the
+#: learner's own default is unbounded and neither --params nor --param sets it.
+#: (A learner that takes ``max_vocabulary`` gets no default ``max_features``: its
+#: vocabulary is its features, bounded with an overflow token instead.)
+DAEMON_BOUNDS: dict[str, int] = {
+    "max_classes": 10_000,
+    "max_features": 10_000,
+    "max_values_per_feature": 10_000,
+    "max_vocabulary": 100_000,
+}
+
+
+def _add_bound_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "memory bounds",
+        "Upper bounds on the learner parameters of the same names, for learners that take "
+        "them, unless --params/--param sets the parameter; 0 lifts the bound. A learner's "
+        "own tighter default is kept (the semi-naive max_values_per_feature=100).",
+    )
+    for name, value in DAEMON_BOUNDS.items():
+        _flag(
+            g,
+            "--" + name.replace("_", "-"),
+            type=_nonneg_int,
+            default=value,
+            metavar="N",
+            help=f"bound on the learner's {name}",
+        )
+
+
+def daemon_params(
+    cls: type[Learner],
+    params: Mapping[str, Any] | None = None,
+    bounds: Mapping[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """``params`` completed with the daemon's memory bounds, as ``stream-nb run`` builds a learner.
+
+    Each bound of ``bounds`` (default :data:`DAEMON_BOUNDS`; ``None``:
+    unbounded) is set for the parameters ``cls`` takes and ``params`` leaves
+    out, unless the learner's own default is tighter.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB, SPODE
+    >>> daemon_params(CategoricalNB, {"alpha": 0.5})["max_values_per_feature"]
+    10000
+    >>> "max_values_per_feature" in daemon_params(SPODE)  # its own default, 100, is tighter
+    False
+    >>> from stream_nb import MultinomialNB
+    >>> sorted(daemon_params(MultinomialNB))  # the vocabulary bounds its features
+    ['max_classes', 'max_vocabulary']
+    """
+    import inspect
+
+    out = dict(params or {})
+    accepted = inspect.signature(cls).parameters
+    for name, bound in (DAEMON_BOUNDS if bounds is None else bounds).items():
+        if name not in accepted or name in out:
+            continue
+        if name == "max_features" and "max_vocabulary" in accepted:
+            continue  # the vocabulary bound applies (overflow token)
+        own = accepted[name].default
+        if own is None or (bound is not None and bound < own):
+            out[name] = bound
+    return out
+
+
 def _add_log_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("logging")
     _flag(
@@ -337,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_event_flags(run)
     _add_model_flags(run)
+    _add_bound_flags(run)
     g = run.add_argument_group("predictions")
     _flag(
         g,
@@ -715,6 +784,8 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.reset_state and args.checkpoint_dir is None:
         parser.error("--reset-state needs --checkpoint-dir")
     _setup_logging(args.log_level, args.log_format)
+    bounds = {name: getattr(args, name) or None for name in DAEMON_BOUNDS}
+    params = daemon_params(_learner_class(parser, args.model), params, bounds)
     learner = _make_learner(parser, args.model, params)
     decoder = _decoder(args, [args.model])
     checkpointer = None

@@ -63,14 +63,20 @@ class ComplementNB(_TokenLearner):
         Smoothing constant α > 0.
     norm
         Normalise the weights of each class by their sum of absolute values.
+    max_vocabulary
+        Tokens kept before new ones share the overflow token, whose count is
+        the sum of theirs (``None``: unbounded), see :mod:`stream_nb._text`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner`.
 
     Raises
     ------
     InvalidEventError
-        When a count is negative, not a number or infinite (see
-        :class:`MultinomialNB`); the model is left unchanged.
+        When a count is negative, not a number or infinite, or a token name
+        cannot be saved (see :class:`MultinomialNB`); the model is left
+        unchanged.
 
     Examples
     --------
@@ -88,9 +94,21 @@ class ComplementNB(_TokenLearner):
     _EXTRA = ("class_tokens",)  # T_y
 
     def __init__(
-        self, alpha: float = 1.0, norm: bool = False, *, half_life: float | None = None
+        self,
+        alpha: float = 1.0,
+        norm: bool = False,
+        *,
+        max_vocabulary: int | None = None,
+        half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(
+            max_vocabulary=max_vocabulary,
+            half_life=half_life,
+            max_classes=max_classes,
+            max_features=max_features,
+        )
         self.alpha = check_alpha(alpha)
         self.norm = check_bool(norm, "norm")
         self._log_alpha = math.log(self.alpha)
@@ -102,11 +120,15 @@ class ComplementNB(_TokenLearner):
         self._sums_alpha = self.alpha if half_life is None else math.nan
 
     def _params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "norm": self.norm}
+        return {"alpha": self.alpha, "norm": self.norm, **self._vocabulary_params()}
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         total = check_counts(x) * w
+        tokens = self._learned_tokens(x)
+        if tokens is not x:  # vocabulary bounds applied
+            x = tokens
+            total = check_counts(x) * w
         k = self._add_weight(y, w)
         self._class_extra["class_tokens"][y] += total
         counts = self._counts
@@ -202,6 +224,7 @@ class ComplementNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
+        x = self._scored_tokens(x)
         counts = self._counts
         vocabulary = len(counts)
         if vocabulary <= 1:  # every θ is 1

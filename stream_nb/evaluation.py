@@ -105,6 +105,16 @@ from typing import Any
 import numpy as np
 
 from stream_nb._exceptions import ConfigError, ModelStateError
+from stream_nb._state import (
+    check_at_most,
+    check_consistent,
+    decode_key,
+    encode_key,
+    read_finite,
+    read_label,
+    read_list,
+    read_n_learned,
+)
 
 __all__ = ["LOG_LOSS_FLOOR", "PrequentialEvaluator", "bayes_risk_decision"]
 
@@ -151,7 +161,6 @@ STATE_VERSION = 1
 #: ``Mapping`` is invariant in its key: ``dict[str, ...]`` would not be a
 #: ``Mapping[Hashable, ...]`` for mypy.
 LossMatrix = Mapping[Any, Mapping[Any, float]]
-_SCALARS = (str, int, float, bool, type(None))
 
 
 def _check_loss_matrix(
@@ -449,27 +458,50 @@ class _View:
             "cost": self.cost,
             "majority_correct": self.majority_correct,
             "nochange_correct": self.nochange_correct,
-            "true": [[c, w] for c, w in true],
-            "pred": [[c, w] for c, w in pred],
-            "confusion": [[t, p, w] for (t, p), w in confusion],
+            "true": [[encode_key(c), w] for c, w in true],
+            "pred": [[encode_key(c), w] for c, w in pred],
+            "confusion": [[encode_key(t), encode_key(p), w] for (t, p), w in confusion],
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], order: Mapping[Any, int]) -> _View:
+    def from_state(cls, state: Any, order: Mapping[Any, int], where: str) -> _View:
+        """A view from :meth:`to_state`, checked: weights finite and ≥ 0 (integers stay
+        integers), labels distinct, ``n = Σ true = Σ pred = Σ confusion``,
+        ``correct = Σ`` diagonal, every hit count ≤ ``n``."""
+        if not isinstance(state, Mapping):
+            raise ModelStateError(f"{where}: must be a JSON object, got {state!r:.80}")
         view = cls()
         for name in ("n", "correct", "majority_correct", "nochange_correct"):
-            setattr(view, name, _number(state[name], name))
-        view.loss = float(_number(state["loss"], "loss"))
-        view.cost = float(_number(state["cost"], "cost"))
-        view.true = {_label(c): _number(w, "true") for c, w in state["true"]}
-        view.pred = {_label(c): _number(w, "pred") for c, w in state["pred"]}
-        for t, p, w in state["confusion"]:
-            view.confusion[(_label(t), _label(p))] = _number(w, "confusion")
-            if t == p and p is not None:
-                view.tp[t] = view.confusion[(t, p)]
+            setattr(view, name, _weight(state[name], f"{where}.{name}"))
+        view.loss = read_finite(state["loss"], f"{where}.loss")
+        view.cost = read_finite(state["cost"], f"{where}.cost")
+        for name, allow_none in (("true", False), ("pred", True)):
+            table: dict[Any, Any] = {}
+            for i, item in enumerate(read_list(state[name], f"{where}.{name}")):
+                c, w = read_list(item, f"{where}.{name}[{i}]", 2)
+                c = _label(c, f"{where}.{name}[{i}][0]", allow_none)
+                if c in table:
+                    raise ModelStateError(f"{where}.{name}[{i}]: label {c!r} listed twice")
+                table[c] = _weight(w, f"{where}.{name}[{i}][1]")
+            setattr(view, name, table)
+        for i, item in enumerate(read_list(state["confusion"], f"{where}.confusion")):
+            at = f"{where}.confusion[{i}]"
+            t, p, w = read_list(item, at, 3)
+            key = (_label(t, f"{at}[0]", False), _label(p, f"{at}[1]", True))
+            if key in view.confusion:
+                raise ModelStateError(f"{at}: cell {key!r} listed twice")
+            view.confusion[key] = _weight(w, f"{at}[2]")
+            if key[0] == key[1]:
+                view.tp[key[0]] = view.confusion[key]
         for c in view.true:
             if c not in order:
-                raise ValueError(f"true label {c!r} missing from the class order")
+                raise ModelStateError(f"{where}.true: label {c!r} missing from the class order")
+        n = view.n
+        for name in ("true", "pred", "confusion"):
+            check_consistent(n, getattr(view, name).values(), f"{where}.n", f"{where}.{name}")
+        check_consistent(view.correct, view.tp.values(), f"{where}.correct", "the diagonal")
+        for name in ("correct", "majority_correct", "nochange_correct"):
+            check_at_most(getattr(view, name), n, f"{where}.{name}", f"{where}.n")
         view.find_majority(order)
         return view
 
@@ -482,17 +514,20 @@ def _decrement(d: dict[Any, Any], key: Any) -> None:
         del d[key]
 
 
-def _label(value: Any) -> Any:
-    if not isinstance(value, _SCALARS):
-        raise ValueError(f"labels must be JSON scalars, got {type(value).__name__}")
-    return value
+def _label(value: Any, where: str, allow_none: bool = True) -> Any:
+    """A label of a state (``None``: no prediction), integers exact."""
+    if value is None and allow_none:
+        return None
+    return read_label(value, where)
 
 
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+def _weight(value: Any, where: str) -> float:
+    """A weight of a state: finite and ≥ 0; integers stay integers (exact counts)."""
+    if value.__class__ is int and 0 <= value < 1 << 63:
+        return value
+    number = read_finite(value, where)
+    if number < 0.0:
+        raise ModelStateError(f"{where}: must be finite and ≥ 0, got {value!r}")
     return value
 
 
@@ -552,7 +587,7 @@ class _Ring:
         start, end = self.start, self.end
         t, p, correct, loss, cost, nochange, majority = (a[start:end].tolist() for a in self.arrays)
         return [
-            [tlabels[a], plabels[b], c, d, e, f, g]
+            [encode_key(tlabels[a]), encode_key(plabels[b]), c, d, e, f, g]
             for a, b, c, d, e, f, g in zip(
                 t, p, correct, loss, cost, nochange, majority, strict=True
             )
@@ -1533,13 +1568,16 @@ class PrequentialEvaluator:
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
-            "window_size": self.window,
+            "window_size": encode_key(self.window),
             "fading_factor": self.fading_factor,
             "loss_matrix": None
             if matrix is None
-            else [[i, [[j, c] for j, c in row.items()]] for i, row in matrix.items()],
-            "classes": list(self._order),
-            "last_label": [self._last] if self._has_last else [],
+            else [
+                [encode_key(i), [[encode_key(j), c] for j, c in row.items()]]
+                for i, row in matrix.items()
+            ],
+            "classes": [encode_key(c) for c in self._order],
+            "last_label": [encode_key(self._last)] if self._has_last else [],
             "cumulative": self._cumulative.to_state(self._order, self._pcode),
             "window": self._window.to_state(self._order, self._pcode),
             "window_entries": self._ring.entries(self._tlabels, self._plabels),
@@ -1571,31 +1609,34 @@ class PrequentialEvaluator:
             matrix = (
                 None
                 if raw_matrix is None
-                else {_label(i): {_label(j): c for j, c in row} for i, row in raw_matrix}
+                else {
+                    _label(i, "loss_matrix"): {_label(j, "loss_matrix"): c for j, c in row}
+                    for i, row in raw_matrix
+                }
             )
             ev = cls(
-                window=state["window_size"],
+                window=decode_key(state["window_size"]),
                 fading_factor=state["fading_factor"],
                 loss_matrix=matrix,
             )
             order = ev._order
-            for c in state["classes"]:
-                c = _label(c)
+            for i, c in enumerate(read_list(state["classes"], "classes")):
+                c = _label(c, f"classes[{i}]", False)
                 if c in order:
-                    raise ValueError(f"class {c!r} listed twice")
+                    raise ModelStateError(f"classes[{i}]: class {c!r} listed twice")
                 order[c] = len(ev._tlabels)
                 ev._tlabels.append(c)
             last = state["last_label"]
             if last:
                 (ev._last,) = last
-                ev._last = _label(ev._last)
+                ev._last = _label(ev._last, "last_label[0]", False)
                 ev._has_last = True
-            ev._cumulative = _View.from_state(state["cumulative"], order)
+            ev._cumulative = _View.from_state(state["cumulative"], order, "cumulative")
             # the window view as it was (dict order and running float sums
             # included), so a restored evaluator continues bit for bit; its
             # counts must agree with the entries
-            ev._window = _View.from_state(state["window"], order)
-            ev._fading = _View.from_state(state["fading"], order)
+            ev._window = _View.from_state(state["window"], order, "window")
+            ev._fading = _View.from_state(state["fading"], order, "fading")
             pcode, plabels = ev._pcode, ev._plabels
             for view in (ev._cumulative, ev._window, ev._fading):
                 for p in view.pred:  # the cumulative view's: in the order first emitted
@@ -1608,10 +1649,15 @@ class PrequentialEvaluator:
                 raise ValueError(f"{len(entries)} window entries for a window of {ev.window}")
             ring = ev._ring = _Ring(max(64, 2 * len(entries)))
             r_t, r_p, r_correct, r_loss, r_cost, r_nochange, r_majority = ring.views
-            for e, (t, p, correct, loss, cost, nochange_ok, majority_ok) in enumerate(entries):
+            for e, item in enumerate(read_list(entries, "window_entries")):
+                at = f"window_entries[{e}]"
+                t, p, correct, loss, cost, nochange_ok, majority_ok = read_list(item, at, 7)
+                if not all(isinstance(v, bool) for v in (correct, nochange_ok, majority_ok)):
+                    raise ModelStateError(f"{at}: hits must be true or false")
                 entry = (
-                    _label(t), _label(p), bool(correct), float(loss), float(cost),
-                    bool(nochange_ok), bool(majority_ok),
+                    _label(t, f"{at}[0]", False), _label(p, f"{at}[1]"), correct,
+                    read_finite(loss, f"{at}[3]"), read_finite(cost, f"{at}[4]"),
+                    nochange_ok, majority_ok,
                 )  # fmt: skip
                 _add_entry(check, entry)
                 code = pcode.get(entry[1])
@@ -1625,16 +1671,25 @@ class PrequentialEvaluator:
             ring.end = len(entries)
             if _counts(check) != _counts(ev._window):
                 raise ValueError("window entries disagree with the window counts")
-            ev._evictions = int(state["window_evictions"])
-            scale = _number(state["fading_scale"], "fading_scale")
-            if not scale > 0:
-                raise ValueError(f"fading_scale must be positive, got {scale!r}")
-            ev._scale = float(scale)
-        except ModelStateError:
-            raise
+            ev._evictions = read_n_learned(state["window_evictions"], "window_evictions")
+            scale = read_finite(state["fading_scale"], "fading_scale")
+            if not 0.0 < scale <= 1.0:
+                raise ModelStateError(f"fading_scale: must be in (0, 1], got {scale!r}")
+            ev._scale = scale
+        except ModelStateError as exc:
+            raise ModelStateError(f"malformed evaluator state: {exc}") from exc
         except ConfigError as exc:
             raise ModelStateError(f"malformed evaluator state: {exc}") from exc
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        except KeyError as exc:
+            raise ModelStateError(f"malformed evaluator state: missing field {exc}") from exc
+        except (
+            TypeError,
+            ValueError,
+            AttributeError,
+            IndexError,
+            ArithmeticError,
+            RecursionError,
+        ) as exc:
             raise ModelStateError(f"malformed evaluator state: {exc!r}") from exc
         return ev
 

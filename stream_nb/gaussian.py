@@ -21,8 +21,9 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from stream_nb._exceptions import InvalidEventError
+from stream_nb._gaussian_state import check_gaussian_stats
 from stream_nb._params import check_class_prior, check_nonneg
-from stream_nb._state import pairs
+from stream_nb._state import check_mapping, encode_key, pairs
 from stream_nb.base import Learner, log_softmax
 from stream_nb.stats import LOG_2PI, chan_merge
 
@@ -134,6 +135,18 @@ class _GaussianStats:
     if TYPE_CHECKING:  # provided by the learner (Learner's hook)
 
         def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]: ...
+
+        max_features: int | None
+
+        def _new_features(self, names: list[Any], n_known: int) -> list[Any]: ...
+
+    def _class_labels(self) -> dict[Hashable, int]:
+        """The learned classes (for ``max_classes``, see :class:`Learner`)."""
+        return self._index
+
+    def _n_features(self) -> int:
+        """Features with statistics (for ``max_features``)."""
+        return len(self._fidx)
 
     # ------------------------------------------------------------------ batches
     def predict_learn_many(
@@ -418,6 +431,13 @@ class _GaussianStats:
     def _g_learn_general(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         hint = self._NUMERIC_HINT
         items = [(f, _check_number(f, v, hint)) for f, v in x.items() if v is not None]
+        fidx = self._fidx
+        new = [f for f, _ in items if f not in fidx]
+        if new:  # names first met: checked, and bounded by max_features
+            keep = self._new_features(new, self._n_features())
+            if len(keep) < len(new):
+                dropped = set(new[len(keep) :])
+                items = [item for item in items if item[0] not in dropped]
         self._g_sync()
         k = self._index.get(y)
         if k is None:
@@ -503,6 +523,8 @@ class _GaussianStats:
 
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """Normalised log posterior ``log P(y | x)`` of every class; ``{}`` before learning."""
+        if x.__class__ is not dict:
+            x = check_mapping(x)
         scores = self._g_dense_scores(x)
         if scores is None:
             return log_softmax(self._joint_log_likelihood(x))
@@ -646,21 +668,27 @@ class _GaussianStats:
         for y in other._labels:
             if y not in self._index:
                 self._g_add_class(y)
+        cap = self.max_features
         for f in other._features:
-            if f not in self._fidx:
+            if f not in self._fidx and (cap is None or self._n_features() < cap):
                 self._g_add_feature(f)
-        jmap = [self._fidx[f] for f in other._features]
+        # other's features past max_features are not learned (-1)
+        jmap = [self._fidx.get(f, -1) for f in other._features]
         for ko, y in enumerate(other._labels):
             k = self._index[y]
             self._cw[k] += other._cw[ko] * factor
             n_k, m_k, s_k = self._n[k], self._mean[k], self._m2[k]
             on, om, os_ = other._n[ko], other._mean[ko], other._m2[ko]
             for jo, j in enumerate(jmap):
+                if j < 0:
+                    continue
                 n_k[j], m_k[j], s_k[j] = chan_merge(
                     n_k[j], m_k[j], s_k[j], on[jo] * factor, om[jo], os_[jo] * factor
                 )
         self._total += other._total * factor
         for jo, j in enumerate(jmap):
+            if j < 0:
+                continue
             self._gn[j], self._gmean[j], self._gm2[j] = chan_merge(
                 self._gn[j],
                 self._gmean[j],
@@ -701,21 +729,25 @@ class _GaussianStats:
         return {
             "classes": pairs(dict(zip(self._labels, self._cw, strict=True))),
             "total_weight": self._total,
-            "features": list(self._features),
+            "features": [encode_key(f) for f in self._features],
             "n": [list(r) for r in self._n],
             "mean": [list(r) for r in self._mean],
             "m2": [list(r) for r in self._m2],
             "global": [list(self._gn), list(self._gmean), list(self._gm2)],
         }
 
-    def _g_from_state(self, stats: Mapping[str, Any]) -> None:
+    def _g_from_state(self, stats: Mapping[str, Any], where: str = "stats") -> None:
+        classes, features = check_gaussian_stats(
+            stats,
+            where,
+            positive_classes=self._prior_alpha == 0.0,
+            max_features=self.max_features,
+        )
         self._g_init()
-        for label, weight in stats["classes"]:
+        for label, weight in classes.items():
             self._g_add_class(label)
-            self._cw[-1] = _finite(weight)
-        for f in stats["features"]:
-            if f in self._fidx:
-                raise ValueError(f"feature {f!r} listed twice")
+            self._cw[-1] = weight
+        for f in features:
             self._g_add_feature(f)
         self._total = _finite(stats["total_weight"])
         kk, ff = len(self._labels), len(self._features)
@@ -781,6 +813,8 @@ class GaussianNB(_GaussianStats, Learner):
         Fixed priors by label (ratios matter, they need not sum to 1).
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner`.
 
     Examples
     --------
@@ -803,8 +837,10 @@ class GaussianNB(_GaussianStats, Learner):
         class_prior: Mapping[Hashable, float] | None = None,
         *,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
         self.class_prior = check_class_prior(class_prior)
         self._prior_alpha = 0.0
@@ -812,7 +848,11 @@ class GaussianNB(_GaussianStats, Learner):
         self._g_init()
 
     def _params(self) -> dict[str, Any]:
-        return {"var_smoothing": self.var_smoothing, "class_prior": self.class_prior}
+        return {
+            "var_smoothing": self.var_smoothing,
+            "class_prior": self.class_prior,
+            **self._cap_params(),
+        }
 
     _learn = _GaussianStats._g_learn
     _joint_log_likelihood = _GaussianStats._g_joint_log_likelihood

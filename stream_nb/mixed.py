@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
 
-from stream_nb._exceptions import ConfigError, IncompatibleModelError, InvalidEventError
-from stream_nb._params import check_alpha, check_bool, check_class_prior, check_nonneg
-from stream_nb._state import from_pairs, pairs
-from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb._exceptions import (
+    ConfigError,
+    IncompatibleModelError,
+    InvalidEventError,
+    ModelStateError,
+)
+from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior, check_nonneg
+from stream_nb._state import (
+    CATEGORY_TYPES,
+    check_categories,
+    check_feature_names,
+    pairs,
+    read_key,
+    read_mapping,
+    read_pairs,
+)
+from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
 from stream_nb.base import Learner
+from stream_nb.categorical import load_categorical, merge_values
 from stream_nb.gaussian import _GaussianStats
 
 __all__ = ["NaiveBayes"]
@@ -79,8 +93,16 @@ class NaiveBayes(_GaussianStats, Learner):
     class_prior
         Fixed priors by label (ratios matter). Seen classes missing from it are
         not scored.
+    max_values_per_feature
+        Distinct values kept per categorical feature before the shared "other"
+        bucket (``None``: unbounded), exactly as in
+        :class:`~stream_nb.CategoricalNB`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner`. ``max_features``
+        counts both kinds; the new numeric features of an event are admitted
+        before its new categorical ones. A feature not learned gets no kind.
 
     Examples
     --------
@@ -110,9 +132,13 @@ class NaiveBayes(_GaussianStats, Learner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         *,
+        max_values_per_feature: int | None = None,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
+        self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
         self.alpha = check_alpha(alpha)
         self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
         self.schema = _check_schema(schema)
@@ -137,7 +163,47 @@ class NaiveBayes(_GaussianStats, Learner):
             "schema": self.schema,
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
+            "max_values_per_feature": self.max_values_per_feature,
+            **self._cap_params(),
         }
+
+    def _n_features(self) -> int:
+        return len(self._fidx) + len(self._present)
+
+    def _bucket_columns(
+        self, features: Sequence[Hashable], columns: list[Sequence[Any]]
+    ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
+        """The batch kernel's categorical columns with the values new to a full feature
+        replaced by the "other" bucket, and the features so mapped; ``None`` when a full
+        feature has a missing value (the per-event path handles those)."""
+        cap = self.max_values_per_feature
+        counts: dict[Any, Any] = self._counts
+        out = []
+        mapped = []
+        for f, col in zip(features, columns, strict=True):
+            values = counts[f]
+            if cap is None or n_real(values) < cap:
+                out.append(col)
+                continue
+            if None in col:
+                return None
+            out.append([v if v in values else OTHER for v in col])
+            mapped.append(f)
+        return out, frozenset(mapped)
+
+    def _accepts_new_values(self, feature: Hashable, values: list[Any]) -> bool:
+        """Whether the batch kernel may learn these never-learned values of a categorical
+        feature as they are; otherwise the per-event path applies the cap or rejects them."""
+        cap = self.max_values_per_feature
+        counts: dict[Any, Any] = self._counts
+        new = sum(v is not OTHER for v in values)
+        if cap is not None and n_real(counts[feature]) + new > cap:
+            return False
+        try:
+            check_categories(dict(enumerate(values)))
+        except InvalidEventError:
+            return False
+        return True
 
     def kinds(self) -> dict[Hashable, str]:
         """The kind (``"categorical"`` or ``"gaussian"``) of every feature known so far, by name."""
@@ -156,6 +222,7 @@ class NaiveBayes(_GaussianStats, Learner):
                 complete = False  # kind not known yet: the plan cannot be reused
                 if value is None or not learning:
                     continue  # unknown at prediction time: contributes nothing
+                check_feature_names((f,))
                 kind = _kind_of(value)
             (gaussian if kind == GAUSSIAN else categorical).append(f)
         # all_gaussian: x itself can go to the Gaussian part (no feature to drop)
@@ -175,33 +242,45 @@ class NaiveBayes(_GaussianStats, Learner):
         if plan.all_gaussian:
             self._g_learn(x, y, w)  # validates before changing anything
             if fresh:
-                for f in plan.gaussian:
-                    self._kinds.setdefault(f, GAUSSIAN)
+                self._fix_kinds(plan.gaussian, GAUSSIAN)
             return
         cat = [(f, x[f]) for f in plan.categorical if x[f] is not None]
         for f, value in cat:
-            _check_hashable(f, value)
+            if value.__class__ not in CATEGORY_TYPES:
+                check_categories(x, (f,))
         self._g_learn({f: x[f] for f in plan.gaussian}, y, w)
-        if fresh:
-            kinds = self._kinds
-            for f in plan.gaussian:
-                kinds.setdefault(f, GAUSSIAN)
-            for f, _ in cat:
-                kinds.setdefault(f, CATEGORICAL)
         present = self._present
         counts = self._counts
+        cap = self.max_values_per_feature
         for f, value in cat:
             by_class = present.get(f)
             if by_class is None:
+                if not self._admit(self._n_features()):
+                    continue  # max_features reached: not learned
                 by_class = present[f] = {}
                 counts[f] = {}
             by_class[y] = by_class.get(y, 0.0) + w
             values = counts[f]
             value_counts = values.get(value)
             if value_counts is None:
-                values[value] = {y: w}
-            else:
-                value_counts[y] = value_counts.get(y, 0.0) + w
+                if cap is not None and n_real(values) >= cap:
+                    value_counts = values.get(OTHER)
+                    value = OTHER
+                if value_counts is None:
+                    values[value] = {y: w}
+                    continue
+            value_counts[y] = value_counts.get(y, 0.0) + w
+        if fresh:
+            self._fix_kinds(plan.gaussian, GAUSSIAN)
+            self._fix_kinds([f for f, _ in cat], CATEGORICAL)
+
+    def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
+        """Record the kind of the features that now have statistics."""
+        kinds = self._kinds
+        learned = self._fidx if kind == GAUSSIAN else self._present
+        for f in features:
+            if f in learned:
+                kinds.setdefault(f, kind)
 
     # ------------------------------------------------------------------ scoring
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -216,6 +295,7 @@ class NaiveBayes(_GaussianStats, Learner):
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         present = self._present
         counts = self._counts
+        cap = self.max_values_per_feature
         log = _log
         for f in plan.categorical:
             value = x[f]
@@ -227,6 +307,8 @@ class NaiveBayes(_GaussianStats, Learner):
             except TypeError:
                 _check_hashable(f, value)
                 raise
+            if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
+                value_counts = values.get(OTHER, _EMPTY)
             # CategoricalNB's term: log((N_{y,i,v} + α) / (N_{y,i} + S_i α))
             by_class = present[f]
             smoothing = len(values) * alpha
@@ -247,9 +329,25 @@ class NaiveBayes(_GaussianStats, Learner):
                 "fix the kinds with the same schema in both"
             )
         self._g_merge(other, factor)
-        add_scaled(self._present, other._present, factor)
-        add_scaled(self._counts, other._counts, factor)
-        self._kinds.update(other._kinds)
+        cap = self.max_values_per_feature
+        if cap is None and self.max_features is None:
+            add_scaled(self._present, other._present, factor)
+            add_scaled(self._counts, other._counts, factor)
+            self._kinds.update(other._kinds)
+            return
+        merge_values(
+            self._present,
+            self._counts,
+            other._present,
+            other._counts,
+            factor,
+            cap,
+            self._admit(self._n_features(), len(other._present)),
+        )
+        schema = self.schema or {}
+        for f, kind in other._kinds.items():
+            if f in schema or f in (self._fidx if kind == GAUSSIAN else self._present):
+                self._kinds.setdefault(f, kind)
 
     def _rescale(self, factor: float) -> None:
         self._g_rescale(factor)
@@ -265,20 +363,42 @@ class NaiveBayes(_GaussianStats, Learner):
         }
 
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
-        self._g_from_state(stats["gaussian"])
-        kinds = from_pairs(stats["kinds"])
-        if any(kind not in _KINDS for kind in kinds.values()):
-            raise ValueError(f"feature kinds must be one of {_KINDS}")
+        stats = read_mapping(stats, "stats", ("gaussian", "kinds", "present", "counts"))
+        self._g_from_state(stats["gaussian"], "stats.gaussian")
+
+        def kind_of(value: Any, where: str) -> str:
+            if value not in _KINDS:
+                raise ModelStateError(
+                    f"{where}: feature kinds must be one of {_KINDS}, got {value!r}"
+                )
+            return str(value)
+
+        kinds = read_pairs(stats["kinds"], "stats.kinds", kind_of, key=read_key)
+        _, _, present, counts = load_categorical(
+            stats,
+            "stats",
+            max_values=self.max_values_per_feature,
+            max_features=None,
+            class_weight=dict(zip(self._labels, self._cw, strict=True)),
+        )
+        if any(kinds.get(f) != GAUSSIAN for f in self._features) or any(
+            kinds.get(f) != CATEGORICAL for f in present
+        ):
+            raise ModelStateError("stats.kinds: feature statistics do not match the feature kinds")
+        for f, kind in kinds.items():
+            if (self.schema or {}).get(f, kind) != kind:  # type: ignore[call-overload]
+                raise ModelStateError(f"stats.kinds[{f!r}]: {kind!r} contradicts the schema")
+        n_features = len(self._features) + len(present)
+        if self.max_features is not None and n_features > self.max_features:
+            raise ModelStateError(
+                f"stats: {n_features} features, more than max_features={self.max_features}"
+            )
+        if len(kinds) > n_features + len(self.schema or {}):
+            raise ModelStateError("stats.kinds: names features that have no statistics")
         self._kinds = kinds
         self._plans = {}
-        self._present = tree_from_pairs(stats["present"], depth=2)  # type: ignore[assignment]
-        self._counts = tree_from_pairs(stats["counts"], depth=3)  # type: ignore[assignment]
-        if set(self._present) != set(self._counts):
-            raise ValueError("present and counts must name the same features")
-        if any(self._kinds.get(f) != GAUSSIAN for f in self._features) or any(
-            self._kinds.get(f) != CATEGORICAL for f in self._present
-        ):
-            raise ValueError("feature statistics do not match the feature kinds")
+        self._present = present
+        self._counts = counts
 
     def _size(self) -> tuple[int, int, int]:
         classes, features, stored = self._g_size()
@@ -295,6 +415,10 @@ def _check_schema(schema: Any) -> dict[str, str] | None:
         )
     out: dict[str, str] = {}
     for feature, kind in schema.items():
+        try:
+            check_feature_names((feature,))
+        except InvalidEventError as exc:
+            raise ConfigError(f"schema: {exc}") from None
         if kind not in _KINDS:
             raise ConfigError(
                 f"schema[{feature!r}] must be 'categorical' or 'gaussian', got {kind!r}"
@@ -310,5 +434,5 @@ def _check_hashable(feature: str, value: Any) -> None:
         raise InvalidEventError(
             f"categorical feature {feature!r} has unhashable value {value!r} "
             f"({type(value).__name__}); send a scalar (str, int, bool…)",
-            reason="unhashable",
+            reason="invalid_features",
         ) from None

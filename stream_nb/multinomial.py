@@ -49,15 +49,24 @@ class MultinomialNB(_TokenLearner):
     class_prior
         Fixed priors by label (ratios matter). Seen classes missing from it are
         not scored.
+    max_vocabulary
+        Tokens kept before new ones share the overflow token (``None``:
+        unbounded). The overflow token's count is the sum of theirs,
+        ``x_other = Σ x_t``, so its terms are those of one more token and
+        ``V ≤ max_vocabulary + 1``; see :mod:`stream_nb._text`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner` (new tokens past
+        ``max_features`` are not learned).
 
     Raises
     ------
     InvalidEventError
         From ``learn_one`` and the predict methods when a count is negative
         (``reason="negative_count"``), not a number (``"non_numeric"``) or
-        infinite (``"non_finite"``); the model is left unchanged.
+        infinite (``"non_finite"``), and from ``learn_one`` when a token name
+        cannot be saved (``"invalid_features"``); the model is left unchanged.
 
     Examples
     --------
@@ -80,9 +89,17 @@ class MultinomialNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         *,
+        max_vocabulary: int | None = None,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(
+            max_vocabulary=max_vocabulary,
+            half_life=half_life,
+            max_classes=max_classes,
+            max_features=max_features,
+        )
         self.alpha = check_alpha(alpha)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
@@ -95,11 +112,20 @@ class MultinomialNB(_TokenLearner):
         self._cache_logs = half_life is None
 
     def _params(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "fit_prior": self.fit_prior, "class_prior": self.class_prior}
+        return {
+            "alpha": self.alpha,
+            "fit_prior": self.fit_prior,
+            "class_prior": self.class_prior,
+            **self._vocabulary_params(),
+        }
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         total, smallest = count_stats(x)
+        tokens = self._learned_tokens(x)
+        if tokens is not x:  # vocabulary bounds applied
+            x = tokens
+            total, smallest = count_stats(x)
         k = self._add_weight(y, w)
         self._class_extra["class_tokens"][y] += total * w
         rows = self._counts
@@ -154,6 +180,7 @@ class MultinomialNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
+        x = self._scored_tokens(x)
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         # Σ_w x_w log((N_{y,w}+α)/(T_y+αV))

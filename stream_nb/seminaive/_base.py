@@ -24,9 +24,25 @@ from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
 from stream_nb._params import check_alpha, check_nonneg, log_prior
-from stream_nb._state import from_pairs, pairs
+from stream_nb._state import (
+    CATEGORY_TYPES,
+    NAME_TYPES,
+    check_categories,
+    check_feature_names,
+    encode_key,
+    pairs,
+    read_count,
+    read_finite,
+    read_key,
+    read_keys,
+    read_label,
+    read_list,
+    read_mapping,
+    read_pairs,
+)
+from stream_nb._stores import capped
 from stream_nb.base import Learner
 from stream_nb.seminaive._store import OTHER, Item, Node, PairStore, add_vector, load_vector
 from stream_nb.seminaive.discretise import Discretiser, check_bin_edges
@@ -66,6 +82,26 @@ _KINDS = ("categorical", "numeric")
 #: it, sampling noise between irrelevant features (E[G] = df) adds edges that
 #: cost accuracy on short streams with many classes.
 SIGNIFICANCE_Z = 3.09
+
+
+class _Known:
+    """Membership in either of two mappings (features with counts or warming up)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Mapping[Any, Any], b: Mapping[Any, Any]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.a or key in self.b
+
+
+def _number(value: Any, where: str) -> float | int:
+    """A finite number kept as it is (an integer exactly, tagged when large)."""
+    number = read_key(value, where)
+    if number.__class__ is int:
+        return number
+    return read_finite(number, where)
 
 
 def check_int(value: Any, name: str, minimum: int) -> int:
@@ -120,8 +156,10 @@ class _SemiNaive(Learner):
         schema: Mapping[Hashable, str] | None,
         half_life: float | None,
         max_pair_features: int | None = 200,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
-        super().__init__(half_life=half_life)
+        super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.alpha = check_alpha(alpha)
         self.min_parent_count = check_nonneg(min_parent_count, "min_parent_count")
         if max_values_per_feature is not None:
@@ -135,7 +173,9 @@ class _SemiNaive(Learner):
         self.bin_edges = check_bin_edges(bin_edges)
         self.schema = check_schema(schema)
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
-        self._store = PairStore(self.alpha, max_pair_features, self._dense_pairs)
+        self._store = PairStore(
+            self.alpha, max_pair_features, self._dense_pairs, max_values_per_feature
+        )
         self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
         # events learned while some of their numeric features were warming up:
         # [items, {feature: raw value}, y, raw w], replayed when the bins freeze
@@ -151,7 +191,28 @@ class _SemiNaive(Learner):
             "warmup": self.warmup,
             "bin_edges": self.bin_edges,
             "schema": self.schema,
+            **self._cap_params(),
         }
+
+    def _class_labels(self) -> dict[Hashable, int]:
+        return self._store.classes
+
+    def _n_features(self) -> int:
+        """Features with counts or a warm-up sample (for ``max_features``)."""
+        return len(self._store.nb._counts) + len(self._disc.samples)
+
+    def _check_event(self, x: Mapping[Any, Any]) -> None:
+        """Names and categorical values a state could not hold, before anything changes."""
+        if not NAME_TYPES.issuperset(map(type, x)):
+            check_feature_names(x)
+        schema = self.schema
+        for f, v in x.items():
+            t = v.__class__
+            if t in CATEGORY_TYPES or (
+                (t is float or t is int) and (schema is None or schema.get(f) != "categorical")
+            ):
+                continue  # None, str, bool, or a number binned as numeric
+            check_categories(x, (f,))
 
     # ------------------------------------------------------------------ encoding
     def _encode(
@@ -172,6 +233,13 @@ class _SemiNaive(Learner):
         counts: dict[Any, Any] = self._store.nb._counts
         cap = self.max_values_per_feature
         out: list[Item] = []
+        if learning:
+            self._check_event(x)
+        known: Any = counts
+        room = -1  # features that may still be admitted (-1: no bound)
+        if learning and self.max_features is not None:
+            known = _Known(counts, disc.samples)
+            room = self._admit(self._n_features(), len(x))
         for f in self._declared_numeric:  # validate before the discretiser changes
             v = x.get(f)
             if v is not None and type(v) is not float and type(v) is not int:
@@ -183,6 +251,10 @@ class _SemiNaive(Learner):
         for f, v in x.items():
             if v is None:
                 continue
+            if room >= 0 and f not in known:
+                if not room:
+                    continue  # max_features reached: not learned
+                room -= 1
             tv = type(v)
             kind = None if schema is None else schema.get(f)
             if kind == "numeric" or (kind is None and (tv is float or tv is int)):
@@ -194,7 +266,7 @@ class _SemiNaive(Learner):
                     if pending is not None and raw - raw == 0.0:  # ±inf in warm-up: missing
                         pending[f] = raw
                     continue
-            if cap is not None:
+            if cap is not None:  # the rule of stream_nb._stores.capped, inlined
                 values = counts.get(f)
                 if (
                     values is not None
@@ -239,17 +311,9 @@ class _SemiNaive(Learner):
         self._pending = keep
 
     def _capped(self, f: Hashable, v: Hashable) -> Hashable:
-        """``v``, or the "other" bucket if feature ``f`` is full."""
-        cap = self.max_values_per_feature
+        """``v``, or the "other" bucket if ``f`` is full (:func:`stream_nb._stores.capped`)."""
         values: Any = self._store.nb._counts.get(f)  # type: ignore[call-overload]
-        if (
-            cap is not None
-            and values is not None
-            and v not in values
-            and len(values) - (OTHER in values) >= cap
-        ):
-            return OTHER
-        return v
+        return capped(values, v, self.max_values_per_feature)
 
     def _add_class(self, y: Hashable) -> None:
         """Give a new class an index in every count vector."""
@@ -415,17 +479,34 @@ class _SemiNaive(Learner):
 
     # ------------------------------------------------------------------ merging
     def _merge(self, other: Any, factor: float) -> None:
-        self._disc.merge(other._disc)
+        keep = self._merged_features(other)
+        self._disc.merge(other._disc, keep)
         for y in other._store.classes:
             if y not in self._store.classes:
                 self._add_class(y)
-        vmap = self._store.value_map(other._store, self.max_values_per_feature)
+        vmap = self._store.value_map(other._store, self.max_values_per_feature, keep)
         self._merge_extra(other, factor, vmap)
         self._store.merge(other._store, factor, vmap)
         for items, pending, y, w in other._pending:
-            mapped = [(f, vmap[f][v]) for f, v in items]
-            self._pending.append([mapped, dict(pending), y, w * factor])
+            mapped = [(f, vmap[f][v]) for f, v in items if f in vmap]
+            raw = {f: v for f, v in pending.items() if keep is None or f in keep}
+            if raw:
+                self._pending.append([mapped, raw, y, w * factor])
         self._replay()
+
+    def _merged_features(self, other: Any) -> set[Hashable] | None:
+        """``other``'s features this model learns in a merge (``None``: all of them).
+
+        Past ``max_features`` its new features (counted first, then those
+        warming up, each in the order ``other`` met them) are dropped.
+        """
+        if self.max_features is None:
+            return None
+        mine = _Known(self._store.nb._counts, self._disc.samples)
+        theirs = [*other._store.nb._counts, *other._disc.samples]
+        new = [f for f in dict.fromkeys(theirs) if f not in mine]
+        room = self._admit(self._n_features(), len(new))
+        return {f for f in theirs if f in mine} | set(new[:room])
 
     def _merge_extra(
         self, other: Any, factor: float, vmap: Mapping[Hashable, Mapping[Hashable, Hashable]]
@@ -447,25 +528,51 @@ class _SemiNaive(Learner):
             "store": self._store.to_state(),
             "discretiser": self._disc.to_state(),
             "pending": [
-                [[list(item) for item in items], pairs(pending), y, w]
+                [
+                    [[encode_key(f), encode_key(v)] for f, v in items],
+                    [[encode_key(f), encode_key(v)] for f, v in pending.items()],
+                    encode_key(y),
+                    w,
+                ]
                 for items, pending, y, w in self._pending
             ],
             **self._extra_to_state(),
         }
 
+    _FIELDS: tuple[str, ...] = ("store", "discretiser", "pending")
+
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
-        self._store.load_state(stats["store"])
-        self._disc.load_state(stats["discretiser"])
+        stats = read_mapping(stats, "stats", self._FIELDS)
+        store = self._store
+        store.load_state(stats["store"], "stats.store")
+        self._disc.load_state(stats["discretiser"], "stats.discretiser")
+        counts: Any = store.nb._counts
+        cap = self.max_values_per_feature
         buffered = []
-        for items, pending, y, w in stats["pending"]:
-            raw = from_pairs(pending)
-            if not raw or not all(type(v) in (int, float) for v in raw.values()):
-                raise ValueError("pending warm-up values must be numbers")
-            if y not in self._store.classes or not (w > 0 and math.isfinite(w)):
-                raise ValueError(f"pending event with unknown class {y!r} or bad weight {w!r}")
-            buffered.append([[(f, v) for f, v in items], raw, y, float(w)])
+        for e, entry in enumerate(read_list(stats["pending"], "stats.pending")):
+            at = f"stats.pending[{e}]"
+            items, pending, y, w = read_list(entry, at, 4)
+            parts = []
+            for i, item in enumerate(read_list(items, f"{at}[0]")):
+                f, v = read_list(item, f"{at}[0][{i}]", 2)
+                f = read_key(f, f"{at}[0][{i}][0]")
+                v = read_key(v, f"{at}[0][{i}][1]", allow_none=cap is not None)
+                if v not in counts.get(f, ()):
+                    raise ModelStateError(f"{at}[0][{i}]: ({f!r}, {v!r}) was never learned")
+                parts.append((f, v))
+            raw = read_pairs(pending, f"{at}[1]", _number)
+            if not raw:
+                raise ModelStateError(f"{at}[1]: a pending event has warm-up values")
+            y = read_label(y, f"{at}[2]")
+            if y not in store.classes:
+                raise ModelStateError(f"{at}[2]: unknown class {y!r}")
+            buffered.append([parts, raw, y, read_count(w, f"{at}[3]", positive=True)])
         self._pending = buffered
         self._extra_from_state(stats)
+        if self.max_features is not None and self._n_features() > self.max_features:
+            raise ModelStateError(
+                f"stats: {self._n_features()} features, more than max_features={self.max_features}"
+            )
 
     def _extra_to_state(self) -> dict[str, Any]:
         return {}
@@ -705,11 +812,18 @@ class _Dependence(_SemiNaive):
                     row[:] = [v * factor for v in row]
 
     # ------------------------------------------------------------------ state
+    _FIELDS = (*_SemiNaive._FIELDS, "parents", "families", "next_rebuild", "weight_seen")
+
     def _extra_to_state(self) -> dict[str, Any]:
         return {
-            "parents": [[j, list(pa)] for j, pa in self._parents.items()],
+            "parents": [
+                [encode_key(j), [encode_key(p) for p in pa]] for j, pa in self._parents.items()
+            ],
             "families": [
-                [j, [[list(k), c, pairs(v)] for k, (c, v) in fam.items()]]
+                [
+                    encode_key(j),
+                    [[[encode_key(v) for v in k], c, pairs(v)] for k, (c, v) in fam.items()],
+                ]
                 for j, fam in self._families.items()
             ],
             "next_rebuild": self._next_rebuild,
@@ -717,23 +831,59 @@ class _Dependence(_SemiNaive):
         }
 
     def _extra_from_state(self, stats: Mapping[str, Any]) -> None:
-        parents = from_pairs(stats["parents"])
-        self._parents = {j: tuple(pa) for j, pa in parents.items()}
+        counts: Any = self._store.nb._counts
+        cap = self.max_values_per_feature
+
+        def parent_list(value: Any, where: str) -> tuple[Hashable, ...]:
+            pa = tuple(read_keys(value, where))
+            if any(p not in counts for p in pa):
+                raise ModelStateError(f"{where}: parents must be learned features")
+            return pa
+
+        parents = read_pairs(stats["parents"], "stats.parents", parent_list)
+        for j, pa in parents.items():
+            if j not in counts or j in pa:
+                raise ModelStateError(
+                    f"stats.parents[{j!r}]: not a learned feature, or its own parent"
+                )
+        self._parents = parents
         n_classes = len(self._store.classes)
-        families: dict[Hashable, dict[tuple[Hashable, ...], Node]] = {}
-        for j, fam in from_pairs(stats["families"]).items():
-            families[j] = {
-                tuple(k): [
-                    load_vector(c, n_classes),
-                    {v: load_vector(row, n_classes) for v, row in from_pairs(rows).items()},
+
+        def value(v: Any, where: str) -> Hashable:
+            return read_key(v, where, allow_none=cap is not None)
+
+        def family(value_: Any, where: str) -> dict[tuple[Hashable, ...], Node]:
+            out: dict[tuple[Hashable, ...], Node] = {}
+            for n, node in enumerate(read_list(value_, where)):
+                key, c, rows = read_list(node, f"{where}[{n}]", 3)
+                key = tuple(
+                    value(v, f"{where}[{n}][0][{i}]")
+                    for i, v in enumerate(read_list(key, f"{where}[{n}][0]"))
+                )
+                if key in out:
+                    raise ModelStateError(f"{where}[{n}][0]: parent values {key!r} listed twice")
+                out[key] = [
+                    load_vector(c, n_classes, f"{where}[{n}][1]"),
+                    read_pairs(
+                        rows,
+                        f"{where}[{n}][2]",
+                        lambda r, w: load_vector(r, n_classes, w),
+                        key=value,
+                    ),
                 ]
-                for k, c, rows in fam
-            }
+            return out
+
+        families = read_pairs(stats["families"], "stats.families", family)
         if set(families) != {j for j, pa in self._parents.items() if len(pa) >= 2}:
-            raise ValueError("families must exist exactly for features with two or more parents")
+            raise ModelStateError(
+                "stats.families: families must exist exactly for features with two or more parents"
+            )
+        for j, fam in families.items():
+            if any(len(key) != len(self._parents[j]) for key in fam):
+                raise ModelStateError(f"stats.families[{j!r}]: one value per parent expected")
         self._families = families
-        self._next_rebuild = float(stats["next_rebuild"])
-        self._weight_seen = float(stats["weight_seen"])
+        self._next_rebuild = read_count(stats["next_rebuild"], "stats.next_rebuild")
+        self._weight_seen = read_count(stats["weight_seen"], "stats.weight_seen")
 
     def _extra_size(self) -> int:
         n = sum(map(len, self._parents.values()))

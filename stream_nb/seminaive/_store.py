@@ -35,20 +35,35 @@ demand (states, merges and sizes are the same in both representations).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Container, Hashable, Mapping
 from typing import Any
 
-from stream_nb._state import from_pairs, pairs
-from stream_nb._stores import add_scaled, count_leaves, rescale, tree_from_pairs, tree_to_pairs
-from stream_nb.categorical import CategoricalNB
+from stream_nb._exceptions import ModelStateError
+from stream_nb._state import (
+    check_at_most,
+    check_consistent,
+    encode_key,
+    pairs,
+    read_count,
+    read_key,
+    read_keys,
+    read_list,
+    read_mapping,
+    read_pairs,
+)
+from stream_nb._stores import (
+    OTHER,
+    add_scaled,
+    count_leaves,
+    rescale,
+    tree_from_pairs,
+    tree_to_pairs,
+    value_map,
+)
+from stream_nb.categorical import CategoricalNB, load_categorical
 from stream_nb.seminaive._dense import DenseBlock
 
 __all__ = ["OTHER", "PairStore", "add_vector", "chi2_quantile", "load_vector"]
-
-#: Key of the "other" bucket of a feature whose distinct values reached
-#: ``max_values_per_feature``. ``None`` is never a real value (it means
-#: "missing" in events) and is JSON-able, so it cannot collide with user data.
-OTHER = None
 
 _log = math.log
 
@@ -88,9 +103,13 @@ class PairStore:
     )
 
     def __init__(
-        self, alpha: float, max_pair_features: int | None = None, dense: bool = False
+        self,
+        alpha: float,
+        max_pair_features: int | None = None,
+        dense: bool = False,
+        max_values_per_feature: int | None = None,
     ) -> None:
-        self.nb = CategoricalNB(alpha=alpha)
+        self.nb = CategoricalNB(alpha=alpha, max_values_per_feature=max_values_per_feature)
         self.feature_weight: dict[Hashable, float] = {}
         self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
@@ -286,30 +305,14 @@ class PairStore:
 
     # ------------------------------------------------------------------ merging
     def value_map(
-        self, other: PairStore, cap: int | None
+        self, other: PairStore, cap: int | None, keep: Container[Hashable] | None = None
     ) -> dict[Hashable, dict[Hashable, Hashable]]:
-        """Where each of ``other``'s values lands here: itself, or :data:`OTHER` past the cap.
-
-        Values already known here keep their slot; new ones take free slots in
-        ``other``'s order until the feature holds ``cap`` values.
-        """
-        mine: dict[Any, Any] = self.nb._counts
-        out: dict[Hashable, dict[Hashable, Hashable]] = {}
-        for f, values in other.nb._counts.items():
-            known = set(mine.get(f, ()))
-            n_real = len(known) - (OTHER in known)
-            mapping: dict[Hashable, Hashable] = {}
-            for v in values:
-                if v is OTHER or v in known:
-                    mapping[v] = v
-                elif cap is None or n_real < cap:
-                    mapping[v] = v
-                    known.add(v)
-                    n_real += 1
-                else:
-                    mapping[v] = OTHER
-            out[f] = mapping
-        return out
+        """Where each of ``other``'s values lands here: itself, or :data:`OTHER` past the cap
+        (:func:`stream_nb._stores.value_map`), for its features in ``keep`` (all by default)."""
+        theirs: Any = other.nb._counts
+        if keep is not None:
+            theirs = {f: v for f, v in theirs.items() if f in keep}
+        return value_map(self.nb._counts, theirs, cap)
 
     def class_map(self, other: PairStore) -> list[int]:
         """Index here of each of ``other``'s class indices (add its new classes first)."""
@@ -330,14 +333,25 @@ class PairStore:
         nb, onb = self.nb, other.nb
         self.to_sparse()
         for f in onb._counts:
-            if f not in nb._counts:
+            if f not in nb._counts and f in vmap:
                 self._admit(f)
         pair_features = self.pair_features
         add_scaled(nb._class_weight, onb._class_weight, factor)
         nb._total_weight += onb._total_weight * factor
-        add_scaled(nb._present, onb._present, factor)
-        add_scaled(self.feature_weight, other.feature_weight, factor)
+        if len(vmap) == len(onb._counts):
+            add_scaled(nb._present, onb._present, factor)
+            add_scaled(self.feature_weight, other.feature_weight, factor)
+        else:  # some of other's features are past max_features: not learned
+            present: dict[Any, Any] = nb._present
+            their_present: dict[Any, Any] = onb._present
+            for g in vmap:
+                add_scaled(present.setdefault(g, {}), their_present[g], factor)
+                self.feature_weight[g] = self.feature_weight.get(g, 0.0) + (
+                    other.feature_weight[g] * factor
+                )
         for f, values in onb._counts.items():
+            if f not in vmap:
+                continue
             mapping = vmap[f]
             dst = nb._counts.setdefault(f, {})
             dst_w = self.value_weight.setdefault(f, {})
@@ -347,11 +361,11 @@ class PairStore:
                 add_scaled(dst.setdefault(t, {}), by_class, factor)
                 dst_w[t] = dst_w.get(t, 0.0) + src_w[v] * factor
         for (i, vi), sub in other.pairs.items():
-            if i not in pair_features:
-                continue  # Naive Bayes only here: the other's pairs of i are dropped
+            if i not in pair_features or i not in vmap:
+                continue  # Naive Bayes only (or not learned) here: drop the pairs of i
             dst_sub = self._sparse.setdefault((i, vmap[i][vi]), {})
             for j, (ctx, values) in sub.items():
-                if j not in pair_features:
+                if j not in pair_features or j not in vmap:
                     continue
                 node = dst_sub.get(j)
                 if node is None:
@@ -385,37 +399,119 @@ class PairStore:
         """JSON-able statistics."""
         return {
             "nb": self.nb._stats_to_state(),
-            "pair_features": list(self.pair_features),
+            "pair_features": [encode_key(f) for f in self.pair_features],
             "feature_weight": tree_to_pairs(self.feature_weight),
             "value_weight": tree_to_pairs(self.value_weight),
             "pairs": [
-                [i, vi, [[j, c, pairs(v)] for j, (c, v) in sub.items()]]
+                [
+                    encode_key(i),
+                    encode_key(vi),
+                    [[encode_key(j), c, pairs(v)] for j, (c, v) in sub.items()],
+                ]
                 for (i, vi), sub in self.pairs.items()
             ],
         }
 
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        """Inverse of :meth:`to_state`."""
-        self.nb._stats_from_state(state["nb"])
-        self.feature_weight = tree_from_pairs(state["feature_weight"], depth=1)
-        self.value_weight = tree_from_pairs(state["value_weight"], depth=2)
-        if set(self.feature_weight) != set(self.nb._present) or set(self.value_weight) != set(
-            self.nb._present
+    def load_state(self, state: Any, where: str = "stats.store") -> None:
+        """Inverse of :meth:`to_state`, validated (O(size)).
+
+        Checks, besides those of :func:`stream_nb.categorical.load_categorical`:
+        ``N_i = Σ_y N(y, i)`` and ``N(x_i) = Σ_y N(y, x_i)`` for every
+        learned feature and value; pair features learned and at most
+        ``max_pair_features``; every pair node of two distinct pair features
+        and learned values, one weight ≥ 0 per class, with
+        ``N(y, x_i, j) = Σ_{x_j} N(y, x_i, x_j) ≤ N(y, x_i)``.
+        """
+        state = read_mapping(
+            state, where, ("nb", "pair_features", "feature_weight", "value_weight", "pairs")
+        )
+        nb = self.nb
+        cap = nb.max_values_per_feature
+        nb_state = read_mapping(
+            state["nb"], f"{where}.nb", ("class_weight", "total_weight", "present", "counts")
+        )
+        loaded = load_categorical(nb_state, f"{where}.nb", max_values=cap, max_features=None)
+        nb._class_weight, nb._total_weight, nb._present, nb._counts = loaded
+        present: dict[Any, Any] = nb._present
+        counts: dict[Any, Any] = nb._counts
+        self.feature_weight = read_pairs(
+            state["feature_weight"], f"{where}.feature_weight", read_count
+        )
+
+        def value(v: Any, w: str) -> Any:
+            return read_key(v, w, allow_none=cap is not None)
+
+        self.value_weight = tree_from_pairs(
+            state["value_weight"], 2, f"{where}.value_weight", keys=(read_key, value)
+        )
+        if (
+            self.feature_weight.keys() != present.keys()
+            or self.value_weight.keys() != present.keys()
         ):
-            raise ValueError("feature_weight and value_weight must name the learned features")
-        self.classes = {y: k for k, y in enumerate(self.nb._class_weight)}
-        self.pair_features = dict.fromkeys(state["pair_features"])
-        if not set(self.pair_features) <= set(self.nb._present):
-            raise ValueError("pair_features must be learned features")
-        n_classes = len(self.classes)
+            raise ModelStateError(
+                f"{where}: feature_weight and value_weight must name the learned features"
+            )
+        for f, by_class in present.items():
+            check_consistent(
+                self.feature_weight[f], by_class.values(), f"{where}.feature_weight[{f!r}]",
+                "its class weights",
+            )  # fmt: skip
+            vw = self.value_weight[f]
+            if vw.keys() != counts[f].keys():
+                raise ModelStateError(
+                    f"{where}.value_weight[{f!r}]: must name the feature's learned values"
+                )
+            for v, by_class_v in counts[f].items():
+                check_consistent(
+                    vw[v], by_class_v.values(), f"{where}.value_weight[{f!r}][{v!r}]",
+                    "its class weights",
+                )  # fmt: skip
+        self.classes = {y: k for k, y in enumerate(nb._class_weight)}
+        self.pair_features = dict.fromkeys(
+            read_keys(state["pair_features"], f"{where}.pair_features")
+        )
+        if not self.pair_features.keys() <= present.keys():
+            raise ModelStateError(f"{where}.pair_features: must be learned features")
+        if self.max_pair_features is not None and len(self.pair_features) > self.max_pair_features:
+            raise ModelStateError(
+                f"{where}.pair_features: {len(self.pair_features)} features, more than "
+                f"max_pair_features={self.max_pair_features}"
+            )
+        labels = list(self.classes)
+        n_classes = len(labels)
         store: dict[Item, dict[Hashable, Node]] = {}
-        for i, vi, sub in state["pairs"]:
-            node_map = {}
-            for j, ctx, values in sub:
-                node_map[j] = [
-                    load_vector(ctx, n_classes),
-                    {v: load_vector(row, n_classes) for v, row in from_pairs(values).items()},
-                ]
+        for e, entry in enumerate(read_list(state["pairs"], f"{where}.pairs")):
+            at = f"{where}.pairs[{e}]"
+            i, vi, sub = read_list(entry, at, 3)
+            i = read_key(i, f"{at}[0]")
+            vi = value(vi, f"{at}[1]")
+            if i not in self.pair_features or vi not in counts[i]:
+                raise ModelStateError(
+                    f"{at}: ({i!r}, {vi!r}) is not a learned value of a pair feature"
+                )
+            if (i, vi) in store:
+                raise ModelStateError(f"{at}: ({i!r}, {vi!r}) listed twice")
+            parent = counts[i][vi]
+            node_map: dict[Hashable, Node] = {}
+            for n, node in enumerate(read_list(sub, f"{at}[2]")):
+                nat = f"{at}[2][{n}]"
+                j, ctx, values = read_list(node, nat, 3)
+                j = read_key(j, f"{nat}[0]")
+                if j == i or j not in self.pair_features or j in node_map:
+                    raise ModelStateError(f"{nat}: feature {j!r} is not a new pair feature here")
+                ctx = load_vector(ctx, n_classes, f"{nat}[1]")
+                rows = read_pairs(
+                    values, f"{nat}[2]", lambda v, w: load_vector(v, n_classes, w), key=value
+                )
+                if not rows.keys() <= counts[j].keys():
+                    raise ModelStateError(f"{nat}[2]: values that feature {j!r} never learned")
+                for k, y in enumerate(labels):
+                    check_consistent(
+                        ctx[k], [row[k] for row in rows.values()], f"{nat}[1][{k}]",
+                        "the pair counts of its values",
+                    )  # fmt: skip
+                    check_at_most(ctx[k], parent.get(y, 0.0), f"{nat}[1][{k}]", "N(y, x_i)")
+                node_map[j] = [ctx, rows]
             store[(i, vi)] = node_map
         self._sparse = store
         self.dense = None
@@ -535,13 +631,10 @@ def add_vector(dst: list[float], src: list[float], cmap: list[int], factor: floa
         dst[cmap[k]] += v * factor
 
 
-def load_vector(values: Any, n_classes: int) -> list[float]:
-    """A class vector from a state: ``n_classes`` finite numbers."""
+def load_vector(values: Any, n_classes: int, where: str = "state") -> list[float]:
+    """A class vector from a state: ``n_classes`` finite weights ≥ 0."""
     if not isinstance(values, list) or len(values) != n_classes:
-        raise ValueError(f"count vectors must hold one number per class ({n_classes})")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"counts must be finite numbers, got {v!r}")
-        out.append(float(v))
-    return out
+        raise ModelStateError(
+            f"{where}: count vectors must hold one number per class ({n_classes})"
+        )
+    return [read_count(v, f"{where}[{k}]") for k, v in enumerate(values)]

@@ -42,7 +42,7 @@ class AODE(_SemiNaive):
         Weight ``N(x_i)`` (all classes) a value needs to act as a super-parent.
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.
     max_values_per_feature, n_bins, warmup, bin_edges, schema,
-    max_pair_features, half_life
+    max_pair_features, half_life, max_classes, max_features
         As in :class:`SPODE`.
 
     Examples
@@ -70,6 +70,8 @@ class AODE(_SemiNaive):
         max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
         super().__init__(
             alpha=alpha,
@@ -81,6 +83,8 @@ class AODE(_SemiNaive):
             schema=schema,
             half_life=half_life,
             max_pair_features=max_pair_features,
+            max_classes=max_classes,
+            max_features=max_features,
         )
 
     _dense_pairs = True

@@ -34,11 +34,20 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Container, Hashable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._exceptions import ConfigError, IncompatibleModelError
-from stream_nb._state import from_pairs, pairs
+from stream_nb._exceptions import ConfigError, IncompatibleModelError, ModelStateError
+from stream_nb._state import (
+    encode_key,
+    pairs,
+    read_count,
+    read_finite,
+    read_key,
+    read_list,
+    read_mapping,
+    read_pairs,
+)
 
 __all__ = ["Discretiser", "check_bin_edges", "equal_frequency_edges"]
 
@@ -202,8 +211,10 @@ class Discretiser:
         values, weights, _total = self.samples.pop(feature)
         self.edges[feature] = equal_frequency_edges(values, self.n_bins, weights)
 
-    def merge(self, other: Discretiser) -> None:
+    def merge(self, other: Discretiser, keep: Container[Hashable] | None = None) -> None:
         """Combine ``other`` into this discretiser (see the module docstring).
+
+        Only ``other``'s features in ``keep`` are taken (all by default).
 
         Raises
         ------
@@ -219,11 +230,11 @@ class Discretiser:
                     "bin_edges={feature: [...]}"
                 )
         for feature, edges in other.edges.items():
-            if feature not in self.edges:
+            if feature not in self.edges and (keep is None or feature in keep):
                 self.edges[feature] = list(edges)
                 self.samples.pop(feature, None)
         for feature, (values, weights, _total) in other.samples.items():
-            if feature in self.edges:
+            if feature in self.edges or (keep is not None and feature not in keep):
                 continue
             # take the other's values in order until the sample weight reaches warmup,
             # as one model learning both streams would have
@@ -232,25 +243,35 @@ class Discretiser:
                     break
 
     def to_state(self) -> dict[str, Any]:
-        """Edges and warm-up samples as JSON-able pair lists."""
+        """Edges and warm-up samples as JSON-able pair lists (integers exact)."""
         return {
             "edges": pairs(self.edges),
-            "samples": [[f, values, weights] for f, (values, weights, _t) in self.samples.items()],
+            "samples": [
+                [encode_key(f), [encode_key(v) for v in values], weights]
+                for f, (values, weights, _t) in self.samples.items()
+            ],
         }
 
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        """Inverse of :meth:`to_state`."""
-        edges = from_pairs(state["edges"])
+    def load_state(self, state: Any, where: str = "discretiser") -> None:
+        """Inverse of :meth:`to_state`, validated: strictly increasing finite cut points,
+        finite sample values (integers kept exactly), positive weights, and no
+        feature both frozen and warming up."""
+        state = read_mapping(state, where, ("edges", "samples"))
+        edges = read_pairs(state["edges"], f"{where}.edges", _edges)
         samples: dict[Hashable, list[Any]] = {}
-        for feature, values, weights in state["samples"]:
-            if not isinstance(values, list) or not isinstance(weights, list):
-                raise ValueError(f"discretiser sample of {feature!r} must be two lists")
-            if len(values) != len(weights) or not all(w > 0 for w in _finite(weights, feature)):
-                raise ValueError(f"discretiser sample weights of {feature!r} must be positive")
-            vs = _finite(values, feature)
-            ws = _finite(weights, feature)
+        for e, entry in enumerate(read_list(state["samples"], f"{where}.samples")):
+            at = f"{where}.samples[{e}]"
+            feature, values, weights = read_list(entry, at, 3)
+            feature = read_key(feature, f"{at}[0]")
+            if feature in samples or feature in edges:
+                raise ModelStateError(f"{at}[0]: feature {feature!r} listed twice")
+            vs = [_value(v, f"{at}[1][{i}]") for i, v in enumerate(read_list(values, f"{at}[1]"))]
+            ws = [
+                read_count(w, f"{at}[2][{i}]", positive=True)
+                for i, w in enumerate(read_list(weights, f"{at}[2]", len(vs)))
+            ]
             samples[feature] = [vs, ws, math.fsum(ws)]
-        self.edges = {f: _finite(e, f) for f, e in edges.items()}
+        self.edges = edges
         self.samples = samples
 
     def size(self) -> int:
@@ -260,9 +281,16 @@ class Discretiser:
         )
 
 
-def _finite(values: Any, feature: Hashable) -> list[float]:
-    if not isinstance(values, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
-    ):
-        raise ValueError(f"discretiser values of {feature!r} must be finite numbers")
-    return [float(v) for v in values]
+def _value(value: Any, where: str) -> float | int:
+    """A sample value: a finite number, an integer kept exactly (tagged when large)."""
+    number = read_key(value, where)
+    if number.__class__ is int:
+        return number
+    return read_finite(number, where)
+
+
+def _edges(value: Any, where: str) -> list[float]:
+    edges = [read_finite(v, f"{where}[{i}]") for i, v in enumerate(read_list(value, where))]
+    if any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ModelStateError(f"{where}: cut points must be strictly increasing, got {edges!r:.80}")
+    return edges

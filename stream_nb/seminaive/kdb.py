@@ -40,6 +40,8 @@ class KDB(_Dependence):
         As in :class:`~stream_nb.TAN`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, as in :class:`~stream_nb.SPODE`.
 
     Examples
     --------
@@ -70,6 +72,8 @@ class KDB(_Dependence):
         max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
         super().__init__(
             rebuild_every=rebuild_every,
@@ -82,6 +86,8 @@ class KDB(_Dependence):
             schema=schema,
             half_life=half_life,
             max_pair_features=max_pair_features,
+            max_classes=max_classes,
+            max_features=max_features,
         )
         self.k = check_int(k, "k", 1)
 

@@ -55,6 +55,9 @@ class SPODE(_SemiNaive):
         features events carry.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, see :class:`stream_nb.base.Learner` (features warming
+        up count; a feature not learned gets no bins).
 
     Examples
     --------
@@ -81,6 +84,8 @@ class SPODE(_SemiNaive):
         max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
         super().__init__(
             alpha=alpha,
@@ -92,6 +97,8 @@ class SPODE(_SemiNaive):
             schema=schema,
             half_life=half_life,
             max_pair_features=max_pair_features,
+            max_classes=max_classes,
+            max_features=max_features,
         )
         self.parent = None if parent is None else check_feature_name(parent, "parent")
         self._auto: tuple[tuple[float, float, int], Hashable] | None = None

@@ -43,6 +43,8 @@ class TAN(_Dependence):
         Events between structure rebuilds once the schedule has settled.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
+    max_classes, max_features
+        Memory bounds, as in :class:`~stream_nb.SPODE`.
 
     Examples
     --------
@@ -72,6 +74,8 @@ class TAN(_Dependence):
         max_pair_features: int | None = 200,
         *,
         half_life: float | None = None,
+        max_classes: int | None = None,
+        max_features: int | None = None,
     ) -> None:
         super().__init__(
             rebuild_every=rebuild_every,
@@ -84,6 +88,8 @@ class TAN(_Dependence):
             schema=schema,
             half_life=half_life,
             max_pair_features=max_pair_features,
+            max_classes=max_classes,
+            max_features=max_features,
         )
 
     def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:

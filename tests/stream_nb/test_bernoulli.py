@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, KeysView, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -360,7 +360,16 @@ class ScanGuard(dict):  # type: ignore[type-arg]
     def _scan(self, *args: Any) -> Any:
         raise AssertionError("the vocabulary was scanned")
 
-    items = values = keys = __iter__ = _scan  # type: ignore[assignment]
+    items = values = __iter__ = _scan  # type: ignore[assignment]
+
+    def keys(self) -> Any:  # type: ignore[override]
+        """A view that answers membership (O(1)) but fails if iterated."""
+        return _GuardedKeys(self)
+
+
+class _GuardedKeys(KeysView):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise AssertionError("the vocabulary was scanned")
 
 
 def test_prediction_does_not_scan_the_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_nb import CategoricalNB, PrequentialEvaluator
-from stream_nb.cli import build_parser
+from stream_nb.cli import build_parser, daemon_params
 from stream_nb.datasets import agrawal, categorical_stream
 from stream_nb.engine.checkpoint import Checkpointer, read_snapshot
 from stream_nb.engine.events import REASONS
@@ -215,7 +215,7 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path):
     assert kills >= 10
     cli(*args)  # the last run goes to the end
     good = [i for i in range(len(events)) if i not in bad_at]
-    model, evaluator = CategoricalNB(), PrequentialEvaluator()
+    model, evaluator = CategoricalNB(**daemon_params(CategoricalNB)), PrequentialEvaluator()
     expected = reference([(*events[i], None, positions[i]) for i in good], model, evaluator)
     out = lines_of(tmp_path / "out.jsonl")
     assert len(out) == len(good)
@@ -519,7 +519,7 @@ def test_inspect_and_merge(tmp_path):
         )
     proc = cli("merge", tmp_path / "ck0", tmp_path / "ck1", "-o", tmp_path / "merged.snap")
     assert orjson.loads(proc.stdout)["n_learned"] == 600
-    whole = CategoricalNB()
+    whole = CategoricalNB(**daemon_params(CategoricalNB))
     for x, y in events:
         whole.learn_one(x, y)
     assert read_snapshot(tmp_path / "merged.snap")["learner"] == whole.to_state()

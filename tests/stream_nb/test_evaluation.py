@@ -486,14 +486,32 @@ def test_state_of_empty_evaluator() -> None:
     [
         (lambda s: s.update(format="x"), r"not a stream-nb evaluator state"),
         (lambda s: s.update(version=99), r"unsupported evaluator state version 99"),
-        (lambda s: s.pop("cumulative"), r"malformed evaluator state: KeyError"),
+        (lambda s: s.pop("cumulative"), r"malformed evaluator state: missing field 'cumulative'"),
         (lambda s: s.update(window_size=0), r"malformed evaluator state: window must be"),
-        (lambda s: s.update(fading_scale=-1.0), r"fading_scale must be positive"),
-        (lambda s: s["cumulative"].update(n="3"), r"n must be a number"),
+        (lambda s: s.update(fading_scale=-1.0), r"fading_scale: must be in \(0, 1\], got -1.0"),
+        (lambda s: s.update(fading_scale=2.0), r"fading_scale: must be in \(0, 1\], got 2.0"),
+        (lambda s: s["cumulative"].update(n="3"), r"cumulative.n: must be a number"),
+        (lambda s: s["cumulative"].update(n=-3), r"cumulative.n: must be finite and ≥ 0, got -3"),
+        (lambda s: s["cumulative"].update(n=1e308), r"cumulative.n: .* is not the sum of"),
+        (lambda s: s["cumulative"].update(correct=10**6), r"cumulative.correct: .* diagonal"),
+        (lambda s: s.update(window_evictions=float("inf")), r"window_evictions: must be a finite"),
+        (lambda s: s.update(window_evictions=-7), r"window_evictions: must be a finite integer"),
+        (lambda s: s.update(classes=s["classes"] * 2), r"classes\[\d+\]: class .* listed twice"),
+        (
+            lambda s: s["cumulative"].update(true=s["cumulative"]["true"] * 2),
+            r"cumulative.true\[\d+\]: label .* listed twice",
+        ),
+        (
+            lambda s: s["cumulative"]["true"][0].__setitem__(1, -1.0),
+            r"cumulative.true\[0\]\[1\]: must be finite and ≥ 0, got -1.0",
+        ),
         (lambda s: s.update(window_size=1), r"window entries for a window of 1"),
         (lambda s: s["window_entries"].pop(), r"window entries disagree with the window counts"),
         (lambda s: s.update(classes=[]), r"missing from the class order"),
-        (lambda s: s["cumulative"].update(true=[[[1], 2]]), r"labels must be JSON scalars"),
+        (
+            lambda s: s["cumulative"].update(true=[[[1], 2]]),
+            r"cumulative.true\[0\]\[0\]: a label must be",
+        ),
     ],
 )
 def test_malformed_state(mutate: Any, match: str) -> None:

@@ -254,7 +254,7 @@ def test_unhashable_categorical_value_is_rejected() -> None:
     model.learn_one({"tags": "x"}, "a")
     with pytest.raises(InvalidEventError, match="'tags'") as info:
         model.learn_one({"tags": ["x", "y"]}, "a")
-    assert info.value.reason == "unhashable"
+    assert info.value.reason == "invalid_features"
     with pytest.raises(InvalidEventError, match="unhashable"):
         model.predict_log_proba_one({"tags": ["x"]})
 

@@ -159,7 +159,7 @@ def test_wrapper_passes_weights_and_log_probabilities() -> None:
     assert (
         repr(wrapper)
         == "RiverClassifier(CategoricalNB(alpha=1.0, fit_prior=True, class_prior=None, "
-        "half_life=None))"
+        "max_values_per_feature=None, max_classes=None, max_features=None, half_life=None))"
     )
 
 

@@ -39,8 +39,9 @@ def _run(make: Any, events: list[tuple[dict[str, Any], Any, float]], seed: int) 
     fast, slow = make(), make()
     warm = 50
     for x, y, w in events[:warm]:
-        fast.learn_one(x, y, w)
-        slow.learn_one(x, y, w)
+        if y is not None:  # None: unlabelled (cannot be learned)
+            fast.learn_one(x, y, w)
+            slow.learn_one(x, y, w)
     rng = random.Random(seed)
     i, used = warm, 0
     while i < len(events):

@@ -20,6 +20,7 @@ from kafka.errors import KafkaError
 from kafka_broker import die_with_parent
 
 from stream_nb import Checkpointer, Learner
+from stream_nb.cli import daemon_params
 
 #: The learner the end-to-end tests run (``stream-nb run --model``).
 MODEL = "NaiveBayes"
@@ -287,8 +288,9 @@ def model_of(directory: Path) -> Learner:
 
 
 def reference_model(events: Iterable[Mapping[str, Any]]) -> Learner:
-    """The library's own model (:data:`MODEL`, default parameters) learned on ``events``."""
-    learner = Learner._registry[MODEL]()
+    """The library's own model (:data:`MODEL`, the daemon's parameters) learned on ``events``."""
+    cls = Learner._registry[MODEL]
+    learner = cls(**daemon_params(cls))
     for event in events:
         learner.learn_one(event["x"], event["y"])
     return learner

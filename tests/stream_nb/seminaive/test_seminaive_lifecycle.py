@@ -216,7 +216,9 @@ def test_malformed_state_is_rejected() -> None:
         Learner.from_state(state)
     state = model.to_state()
     state["stats"]["discretiser"]["edges"] = [["t", ["a"]]]
-    with pytest.raises(ModelStateError, match="finite numbers"):
+    with pytest.raises(
+        ModelStateError, match=r"stats.discretiser.edges\[.t.\]\[0\]: must be a number"
+    ):
         Learner.from_state(state)
 
 
