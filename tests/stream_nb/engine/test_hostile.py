@@ -21,6 +21,7 @@ import orjson
 import pytest
 
 from stream_nb import CategoricalNB, Learner
+from stream_nb.cli import daemon_params
 from stream_nb.datasets import agrawal, categorical_stream
 from stream_nb.engine.checkpoint import Checkpointer, encode_snapshot
 
@@ -203,7 +204,7 @@ def test_an_invalid_newest_snapshot_falls_back_and_rereads_from_the_older_one(tm
     assert (tmp_path / "ck" / f"snapshot-{newest_id}.json.rejected").exists()
     out = [orjson.loads(line) for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
     assert [r["position"]["line"] for r in out] == list(range(1, 3001))
-    model = CategoricalNB()
+    model = CategoricalNB(**daemon_params(CategoricalNB))
     for line in lines:
         event = orjson.loads(line)
         model.learn_one({k: v for k, v in event.items() if k != "y"}, event["y"])
@@ -234,7 +235,7 @@ def _big_id_lines():
 
 
 def _big_id_model():
-    model = CategoricalNB()
+    model = CategoricalNB(**daemon_params(CategoricalNB))
     for _ in range(40):
         model.learn_one({"f": "u"}, "u-class")
         model.learn_one({"f": "v"}, 2**70)
@@ -388,7 +389,7 @@ def test_a_snapshot_that_cannot_be_written_stops_cleanly_and_resumes(tmp_path):
     _, body = ck.latest()
     assert ck.corrupt == [] and 0 < body["learner"]["n_learned"] < 3000
     ok(run(*args))  # room again: resumes from the newest snapshot
-    model = CategoricalNB()
+    model = CategoricalNB(**daemon_params(CategoricalNB))
     for i in range(3000):
         model.learn_one({"id": f"value-{i}"}, i % 3)
     assert Checkpointer(tmp_path / "ck").latest()[1]["learner"] == model.to_state()
