@@ -868,7 +868,10 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             attach(engine)
     restored = engine.restore()
     if not restored and args.initial_model is not None:
-        _, initial = _snapshot_model(args.initial_model)
+        try:
+            _, initial = _snapshot_model(args.initial_model)
+        except StreamNBError as exc:
+            parser.error(f"--initial-model: {exc}")
         if type(initial) is not type(learner):
             parser.error(
                 f"--initial-model holds a {type(initial).__name__}, not a {args.model}; "

@@ -76,13 +76,13 @@ def events(tmp_path):
 def test_run_initial_model_without_a_learner_or_with_a_wrong_format(tmp_path, events):
     no_learner = _snapshot(tmp_path / "a.snap", learner=...)
     proc = cli("run", "--model", "CategoricalNB", "--initial-model", no_learner, "--source", events)
-    failed(proc, "a.snap", "has no 'learner' state")
+    failed(proc, "--initial-model", "a.snap", "has no 'learner' state", code=2)
     wrong = _snapshot(tmp_path / "b.snap", format="stream-nb/engine-v9")
     proc = cli("run", "--model", "CategoricalNB", "--initial-model", wrong, "--source", events)
-    failed(proc, "b.snap", "engine state format 'stream-nb/engine-v9'")
+    failed(proc, "--initial-model", "b.snap", "engine state format 'stream-nb/engine-v9'", code=2)
     bad_state = _snapshot(tmp_path / "c.snap", learner={"learner": "CategoricalNB"})
     proc = cli("run", "--model", "CategoricalNB", "--initial-model", bad_state, "--source", events)
-    failed(proc, "c.snap", "invalid learner state")
+    failed(proc, "--initial-model", "c.snap", "invalid learner state", code=2)
 
 
 def test_run_port_in_use_names_the_flag(tmp_path, events):

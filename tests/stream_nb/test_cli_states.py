@@ -102,7 +102,7 @@ def test_a_snapshot_without_a_learner_is_an_error_in_every_command(tmp_path: Pat
         proc = run(*args)
         err = proc.stderr.decode()
         assert proc.returncode == 1 and "Traceback" not in err, err
-        assert "not a stream-nb learner state" in err
+        assert "the snapshot has no 'learner' state object" in err
     (tmp_path / "in.jsonl").write_bytes(b'{"x": {"f": "a"}, "y": "a"}\n')
     proc = run(
         "run",
@@ -117,7 +117,7 @@ def test_a_snapshot_without_a_learner_is_an_error_in_every_command(tmp_path: Pat
     )
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err, err
-    assert "--initial-model" in err and "not a stream-nb learner state" in err
+    assert "--initial-model" in err and "the snapshot has no 'learner' state object" in err
 
 
 def test_initial_model_with_a_corrupt_state_is_refused(tmp_path: Path) -> None:
@@ -161,6 +161,7 @@ def test_run_applies_and_lifts_the_bounds(tmp_path: Path) -> None:
             tmp_path / "out.jsonl",
             "--checkpoint-dir",
             ck,
+            "--reset-state",  # each run starts a new model over the same output file
         )
         assert proc.returncode == 0, proc.stderr.decode()
         proc = run("inspect", "--snapshot", ck)
