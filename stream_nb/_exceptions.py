@@ -8,7 +8,8 @@
     ├── ModelStateError        (also ValueError)  a state dict cannot be loaded
     │   └── IncompatibleModelError                merge() of models that differ
     ├── CheckpointError                           a snapshot cannot be written or read
-    │   └── CorruptCheckpointError                checksum/format mismatch
+    │   ├── CorruptCheckpointError                checksum/format mismatch
+    │   └── NewerSnapshotError                    written by a newer stream-nb
     └── ConnectorError                            a source or sink failed
         ├── SourceError
         └── SinkError
@@ -72,6 +73,14 @@ class CheckpointError(StreamNBError):
 
 class CorruptCheckpointError(CheckpointError):
     """A snapshot file failed its format or checksum validation."""
+
+
+class NewerSnapshotError(CheckpointError):
+    """A snapshot was written by a newer stream-nb (a format version this one cannot read).
+
+    Not damage: the daemon stops instead of falling back to an older snapshot
+    or starting over, so a downgrade never discards the newer state.
+    """
 
 
 class ConnectorError(StreamNBError):

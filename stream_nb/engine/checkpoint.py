@@ -45,7 +45,12 @@ from typing import Any
 
 import orjson
 
-from stream_nb._exceptions import CheckpointError, ConfigError, CorruptCheckpointError
+from stream_nb._exceptions import (
+    CheckpointError,
+    ConfigError,
+    CorruptCheckpointError,
+    NewerSnapshotError,
+)
 from stream_nb.engine._json import dumps_exact, loads_exact
 
 __all__ = ["LOCK_NAME", "SNAPSHOT_FORMAT", "SNAPSHOT_VERSION", "Checkpointer", "read_snapshot"]
@@ -100,6 +105,8 @@ def decode_snapshot(data: bytes, *, name: str = "snapshot") -> dict[str, Any]:
     ------
     CorruptCheckpointError
         On any format, version, length or checksum mismatch.
+    NewerSnapshotError
+        If a newer stream-nb wrote it (a higher format version).
     """
     newline = data.find(b"\n")
     try:
@@ -108,6 +115,7 @@ def decode_snapshot(data: bytes, *, name: str = "snapshot") -> dict[str, Any]:
         header = None
     if not isinstance(header, dict) or header.get("format") != SNAPSHOT_FORMAT:
         raise CorruptCheckpointError(f"{name}: not a stream-nb snapshot (bad header)")
+    check_version(name, "snapshot format", header.get("version"), SNAPSHOT_VERSION)
     if header.get("version") != SNAPSHOT_VERSION:
         raise CorruptCheckpointError(
             f"{name}: unsupported snapshot version {header.get('version')!r}; "
@@ -128,6 +136,25 @@ def decode_snapshot(data: bytes, *, name: str = "snapshot") -> dict[str, Any]:
     if not isinstance(body, dict):
         raise CorruptCheckpointError(f"{name}: body must be a JSON object")
     return body
+
+
+def check_version(name: str, what: str, found: Any, supported: int) -> None:
+    """Raise :class:`NewerSnapshotError` if ``found`` is a version above ``supported``.
+
+    Examples
+    --------
+    >>> check_version("s.json", "snapshot format", 1, 1)
+    >>> check_version("s.json", "snapshot format", 2, 1)
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.NewerSnapshotError: s.json: written by a newer stream-nb (snapshot format version 2; this stream-nb reads version 1): upgrade stream-nb to read it, or move the checkpoint directory aside to start a new model
+    """
+    if isinstance(found, int) and not isinstance(found, bool) and found > supported:
+        raise NewerSnapshotError(
+            f"{name}: written by a newer stream-nb ({what} version {found}; this stream-nb "
+            f"reads version {supported}): upgrade stream-nb to read it, or move the "
+            "checkpoint directory aside to start a new model"
+        )
 
 
 def read_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:

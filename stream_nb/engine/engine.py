@@ -55,13 +55,20 @@ from stream_nb._exceptions import (
     InvalidEventError,
     StreamNBError,
 )
+from stream_nb.base import STATE_VERSION as LEARNER_STATE_VERSION
 from stream_nb.base import Learner
 from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
 from stream_nb.engine._json import dumps_exact, is_wide
-from stream_nb.engine.checkpoint import Checkpointer, decode_snapshot, encode_snapshot
+from stream_nb.engine.checkpoint import (
+    Checkpointer,
+    check_version,
+    decode_snapshot,
+    encode_snapshot,
+)
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
 from stream_nb.engine.explain import explain as explain_event
+from stream_nb.evaluation import STATE_VERSION as EVALUATOR_VERSION
 
 __all__ = ["Engine", "ErrorPolicy", "RunSummary", "tune_gc", "tune_malloc"]
 
@@ -564,6 +571,9 @@ class Engine:
         ------
         CorruptCheckpointError
             If the snapshot is invalid (any part fails its validation).
+        NewerSnapshotError
+            If a newer stream-nb wrote it (its learner or evaluator state
+            has a higher version): that is not damage, so it is not skipped.
         CheckpointError
             If it is valid but belongs to another learner class.
         """
@@ -580,6 +590,10 @@ class Engine:
                 raise CorruptCheckpointError(
                     f"{name}: {key} position must be an object or null, got {body[key]!r:.80}"
                 )
+        for part, supported in (("learner", LEARNER_STATE_VERSION), ("evaluator", EVALUATOR_VERSION)):
+            state = body.get(part)
+            if isinstance(state, dict):
+                check_version(name, f"{part} state", state.get("version"), supported)
         try:
             learner = Learner.from_state(body["learner"])
         except _STATE_ERRORS as exc:

@@ -21,6 +21,7 @@ from stream_nb import (
     Engine,
     EngineMetrics,
     NaiveBayes,
+    NewerSnapshotError,
     PrequentialEvaluator,
     SinkError,
 )
@@ -389,3 +390,26 @@ def test_batches_shrink_with_many_classes_and_top_k_keeps_k():
     assert all(len(r["log_proba"]) == 3 for r in records[n_classes:])
     values = list(records[-1]["log_proba"].values())
     assert values == sorted(values, reverse=True)
+
+
+@pytest.mark.parametrize("part", ["header", "learner", "evaluator"])
+def test_a_snapshot_of_a_newer_stream_nb_stops_the_daemon_and_moves_nothing(tmp_path, part):
+    items, sink, ids = _two_snapshots(tmp_path)
+    cp = Checkpointer(tmp_path)
+    newest_path = tmp_path / f"snapshot-{ids[0]}.json"
+    body = cp.read(newest_path)
+    if part == "header":
+        data = encode_snapshot(body)
+        newline = data.index(b"\n")
+        header = orjson.loads(data[:newline])
+        header["version"] = 2
+        newest_path.write_bytes(orjson.dumps(header) + data[newline:])
+    else:
+        body[part] = {**body[part], "version": 2}
+        newest_path.write_bytes(encode_snapshot(body))
+    before = sorted(os.listdir(tmp_path))
+    engine = _engine(tmp_path, items, sink)
+    with pytest.raises(NewerSnapshotError, match=r"written by a newer stream-nb .* version 2"):
+        engine.restore()
+    assert sorted(os.listdir(tmp_path)) == before  # no fallback, nothing moved aside
+    assert sink.existing_output() is not None
