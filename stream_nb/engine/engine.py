@@ -590,7 +590,8 @@ class Engine:
                 raise CorruptCheckpointError(
                     f"{name}: {key} position must be an object or null, got {body[key]!r:.80}"
                 )
-        for part, supported in (("learner", LEARNER_STATE_VERSION), ("evaluator", EVALUATOR_VERSION)):
+        versions = (("learner", LEARNER_STATE_VERSION), ("evaluator", EVALUATOR_VERSION))
+        for part, supported in versions:
             state = body.get(part)
             if isinstance(state, dict):
                 check_version(name, f"{part} state", state.get("version"), supported)
