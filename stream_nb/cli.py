@@ -374,6 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(g, "--checkpoint-dir", metavar="DIR", help="snapshot directory (restored on start)")
     _flag(
         g,
+        "--reset-state",
+        switch=True,
+        help="accept starting a new, empty model where saved state is missing (e.g. a Kafka "
+        "group with committed offsets but no snapshot in --checkpoint-dir)",
+    )
+    _flag(
+        g,
         "--checkpoint-every",
         type=_positive_int,
         metavar="N",
@@ -403,7 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
         g,
         "--report",
         metavar="PATH",
-        help="write the final report (JSON) here instead of to stderr ('-': stdout)",
+        help="write the final report (JSON) here ('-': stdout) instead of to stderr "
+        "(to stdout when the predictions go to a file or stderr)",
     )
     _add_log_flags(run)
 
@@ -702,6 +710,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # refer to output a crash could lose; without checkpoints a restart starts
         # over anyway, so they are written (to the OS) but not fsynced.
         "fsync": args.checkpoint_dir is not None,
+        "reset_state": args.reset_state,
     }
     source_url = args.source
     if args.demo is not None:
@@ -824,7 +833,11 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for view in out["report"].values():
             if isinstance(view, dict):
                 view.pop("confusion", None)
-    default_stream = sys.stderr if args.sink in ("-", "stdout") else sys.stdout
+    # The report goes to stderr, unless the predictions go to a file or to stderr:
+    # then stdout is free for it.
+    scheme = args.sink.partition("://")[0] if "://" in args.sink else "file"
+    local = args.sink not in ("-", "stdout") and scheme == "file"
+    default_stream = sys.stdout if local else sys.stderr
     _emit_report(out, args.report, default_stream)
     return 0
 
