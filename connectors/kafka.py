@@ -232,19 +232,24 @@ def parse_kafka_url(url: str) -> tuple[list[str], list[str], dict[str, Any]]:
     return servers, topics, options
 
 
-def _admin(servers: list[str] | str, options: Mapping[str, Any]) -> Any:
-    """An admin client with the connectors' connection/security options, or a
-    :class:`~stream_nb.ConfigError` naming the servers if none answers in time."""
+def _admin(
+    servers: list[str] | str,
+    options: Mapping[str, Any],
+    error: type[StreamNBError],
+    seconds: float = CALL_SECONDS,
+) -> Any:
+    """An admin client with the connectors' connection/security options, or ``error``
+    naming the servers if none answers within ``seconds``."""
     try:
         return KafkaAdminClient(
             bootstrap_servers=servers,
-            bootstrap_timeout_ms=int(CALL_SECONDS * 1000),
+            bootstrap_timeout_ms=int(seconds * 1000),
             **_client_options(options),
         )
     except KafkaError as exc:
         shown = servers if isinstance(servers, str) else ",".join(servers)
-        raise ConfigError(
-            f"cannot reach the Kafka brokers {shown} within {CALL_SECONDS:g} s ({exc}); "
+        raise error(
+            f"cannot reach the Kafka brokers {shown} within {seconds:g} s ({exc!r}); "
             "check the host:port in the URL and that the brokers are up"
         ) from exc
 
@@ -258,9 +263,14 @@ def _check(
     partitions: int,
     replication_factor: int,
     single_partition: tuple[str, ...] = (),
+    error: type[StreamNBError],
 ) -> dict[str, TopicInfo]:
-    """:func:`~connectors.kafka_client.check_topics` with a fresh admin client, bounded."""
-    admin = _admin(servers, options)
+    """:func:`~connectors.kafka_client.check_topics` with a fresh admin client, bounded.
+
+    A missing topic is a :class:`~stream_nb.ConfigError`; brokers that cannot be
+    reached, or answer too slowly, are an ``error``.
+    """
+    admin = _admin(servers, options, error)
     try:
         return bounded(
             lambda: check_topics(
@@ -274,10 +284,10 @@ def _check(
             ),
             CALL_SECONDS,
             f"checking Kafka topics {sorted(roles)}",
-            ConfigError,
+            error,
         )
     except KafkaError as exc:
-        raise ConfigError(f"cannot check Kafka topics {sorted(roles)}: {exc}") from exc
+        raise error(f"cannot check Kafka topics {sorted(roles)}: {exc!r}") from exc
     finally:
         admin.close()
 
@@ -356,7 +366,8 @@ class KafkaSource(Source):
         committed offsets are fetched stable, KIP-447).
     exactly_once
         Predictions, dead letters, deltas and offsets in one transaction (implies a
-        sync topic, ``<group_id>.stream-nb-state`` unless given).
+        sync topic, ``<group_id>.stream-nb-state`` unless given). ``delivery_timeout_ms``
+        then sets the transactional producer's (default 30 s).
     create_topics, topic_partitions, topic_replication_factor
         Create missing topics (with that many partitions and replicas, ``-1`` for the
         broker's defaults; the sync topic gets one partition). Off by default: a
@@ -431,6 +442,14 @@ class KafkaSource(Source):
             if sync_topic is None
             else {"topic": sync_topic, "interval": sync_interval, "exactly_once": exactly_once}
         )
+        delivery = options.pop("delivery_timeout_ms", None)
+        if delivery is not None:
+            if self._sync_config is None:
+                raise ConfigError(
+                    "delivery_timeout_ms in a source URL sets the transactional producer of "
+                    "sync_topic/exactly_once; without them, set it in the sink URLs"
+                )
+            self._sync_config["delivery_timeout_ms"] = delivery
         # Reconnect with backoff capped at a few seconds (kafka-python's default cap is 30 s).
         options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
@@ -448,6 +467,7 @@ class KafkaSource(Source):
             partitions=partitions,
             replication_factor=replication,
             single_partition=() if sync_topic is None else (sync_topic,),
+            error=SourceError,
         )
         # Bound for blocking consumer calls (commit, committed offsets, positions).
         self._call_ms = int(options.get("request_timeout_ms", 30_000))
@@ -979,19 +999,20 @@ class KafkaSource(Source):
         consumer, self._client = self._client, None
         if consumer is None:
             return
+        reachable = ClientAdapter.connections(consumer) != 0
         try:
             consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
         except KafkaError as exc:
             _log.warning("closing the Kafka consumer failed: %r", exc)
         instance = self.group_instance_id
-        if instance is not None:
+        if instance is not None and reachable:
             self._leave(instance)
 
     def _leave(self, instance: str) -> None:
         """Remove static member ``instance`` from the group (best effort, bounded)."""
         try:
-            admin = _admin(self._bootstrap, self._options)
-        except ConfigError as exc:
+            admin = _admin(self._bootstrap, self._options, SourceError, CLOSE_SECONDS)
+        except SourceError as exc:
             _log.warning("cannot leave consumer group %r: %s", self.group_id, exc)
             return
         try:
@@ -1076,6 +1097,7 @@ class KafkaSink(Sink):
             create=create,
             partitions=partitions,
             replication_factor=replication,
+            error=SinkError,
         )[topic]
         #: Largest record (as :func:`~connectors.kafka_client.record_bytes` counts) sent
         #: as it is.
@@ -1101,6 +1123,8 @@ class KafkaSink(Sink):
         self._metrics: _KafkaMetrics | None = None
         # exactly-once: records go through KafkaSync's transactional producer
         self._sync: KafkaSync | None = None
+        # a delivery failed: the daemon is ending, close() does not wait
+        self._broken = False
 
     def bind_metrics(self, registry: Any) -> None:
         """Count shrunk and dropped records on a Prometheus registry."""
@@ -1223,7 +1247,7 @@ class KafkaSink(Sink):
                     self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
                     self._send_fitting(value, key, headers)
             if failure is not None:
-                raise SinkError(
+                raise self._failed(
                     f"records to Kafka topic {self.topic!r} were not delivered within "
                     f"delivery_timeout_ms: {failure!r}; is the broker reachable? (exiting so "
                     "that a supervisor restarts from the last snapshot; nothing is lost)"
@@ -1241,7 +1265,7 @@ class KafkaSink(Sink):
                 producer.flush(timeout=max(0.0, min(left, _FLUSH_SLICE)))
             except KafkaTimeoutError:
                 if time.monotonic() >= deadline:
-                    raise SinkError(
+                    raise self._failed(
                         f"{count} records to Kafka topic {self.topic!r} not acknowledged "
                         f"within {self._flush_timeout:g} s; is the broker reachable? (exiting "
                         "so that a supervisor restarts from the last snapshot)"
@@ -1254,12 +1278,19 @@ class KafkaSink(Sink):
                 )
                 continue
             except KafkaError as exc:
-                raise SinkError(
+                raise self._failed(
                     f"flushing records to Kafka topic {self.topic!r} failed: {exc!r}"
                 ) from exc
             if trouble.active(kind):
                 trouble.clear(kind, f"records to Kafka topic {self.topic!r} acknowledged again")
             return
+
+    def _failed(self, message: str) -> SinkError:
+        """A delivery failure: logged now (the daemon's own error line comes after the
+        connectors closed), and :meth:`close` no longer waits for the producer."""
+        self._broken = True
+        _log.error("%s", message)
+        return SinkError(message)
 
     def _discard_pending(self) -> None:
         """Forget sent records (exactly-once: their transaction committed or aborted)."""
@@ -1279,13 +1310,13 @@ class KafkaSink(Sink):
         records: the restart redoes their work from the last snapshot.
         """
         try:
-            if self._pending:
+            if self._pending and not self._broken:
                 self._flush_timeout = min(self._flush_timeout, CLOSE_SECONDS)
                 self.flush()
         finally:
             try:
-                self._producer.close(timeout=CLOSE_SECONDS)
-            except KafkaError as exc:  # records still pending after CLOSE_SECONDS
+                self._producer.close(timeout=0.0 if self._broken else CLOSE_SECONDS)
+            except KafkaError as exc:  # records still pending
                 _log.warning("closing the producer of Kafka topic %r: %r", self.topic, exc)
 
 

@@ -114,10 +114,12 @@ def bounded(call: Callable[[], T], seconds: float, what: str, error: type[Stream
 
     threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
     if not done.wait(seconds):
-        raise error(
+        message = (
             f"{what} did not finish within {seconds:g} s; the broker is unreachable or "
             "overloaded (exiting so that a supervisor restarts from the last snapshot)"
         )
+        _log.error("%s", message)
+        raise error(message)
     if "error" in box:
         raise box["error"]
     return box["value"]
