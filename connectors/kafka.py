@@ -1163,24 +1163,41 @@ class KafkaSink(Sink):
         ):
             self._send_fitting(value, key, carried)
             return
-        self._send(value, key, carried)
+        # the common case inline (once per prediction): see _send
+        producer = self._producer if self._sync is None else self._sync.producer
+        try:
+            future = producer.send(self.topic, value=value, key=key, headers=carried)
+        except KafkaError as exc:
+            self._send_failed(exc, value, key, carried)
+            return
+        self._pending.append((future, value, key, carried))
 
     def _send(
         self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
     ) -> None:
-        producer = self._producer_now()
         try:
-            future = producer.send(self.topic, value=value, key=key, headers=headers)
+            future = self._producer_now().send(self.topic, value=value, key=key, headers=headers)
         except KafkaError as exc:
-            if is_too_large(exc):  # the producer's own limit, below the estimate's
-                self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
-                self._send_fitting(value, key, headers)
-                return
-            raise SinkError(
-                f"cannot send to Kafka topic {self.topic!r}: {exc!r}; is the broker "
-                "reachable? (exiting so that a supervisor restarts from the last snapshot)"
-            ) from exc
+            self._send_failed(exc, value, key, headers)
+            return
         self._pending.append((future, value, key, headers))
+
+    def _send_failed(
+        self,
+        exc: KafkaError,
+        value: bytes,
+        key: bytes | None,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> None:
+        """A send refused at once: too large for the producer (fit it), else fatal."""
+        if is_too_large(exc):  # the producer's own limit, below the estimate's
+            self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+            self._send_fitting(value, key, headers)
+            return
+        raise SinkError(
+            f"cannot send to Kafka topic {self.topic!r}: {exc!r}; is the broker "
+            "reachable? (exiting so that a supervisor restarts from the last snapshot)"
+        ) from exc
 
     def _send_fitting(
         self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
@@ -1232,11 +1249,11 @@ class KafkaSink(Sink):
                 return
             self._await(len(pending))
             failure: BaseException | None = None
-            for future, value, key, headers in pending:
+            unsent = [p for p in pending if not p[0].succeeded()]
+            self.written += len(pending) - len(unsent)
+            for future, value, key, headers in unsent:
                 if not future.is_done:
                     failure = failure or KafkaTimeoutError("not acknowledged after a flush")
-                elif not future.failed():
-                    self.written += 1
                 elif not is_too_large(future.exception):
                     failure = failure or future.exception
                 elif attempt == 3:
