@@ -875,9 +875,17 @@ class KafkaSource(Source):
             self._consumer.commit(offsets, timeout_ms=self._call_ms)
         except (CommitFailedError, KafkaError) as exc:
             if _fatal(exc):
+                hint = ""
+                if isinstance(exc, FencedInstanceIdError):
+                    hint = (
+                        f" (another process joined as group_instance_id "
+                        f"{self.group_instance_id!r}: a copied checkpoint directory, or the "
+                        "same worker_id in two URLs?)"
+                    )
                 raise SourceError(
-                    f"committing offsets of consumer group {self.group_id!r} failed: {exc!r}; "
-                    "exiting so that a supervisor restarts from the last snapshot"
+                    f"committing offsets of consumer group {self.group_id!r} failed: "
+                    f"{exc!r}{hint}; exiting so that a supervisor restarts from the last "
+                    "snapshot"
                 ) from exc
             self.commit_failures += 1
             if self._metrics is not None:

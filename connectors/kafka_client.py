@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = [
     "DEAD_LETTER_PAYLOAD_BYTES",
+    "MAX_CARRIED_HEADERS",
     "MAX_CARRIED_HEADER_BYTES",
     "ClientAdapter",
     "TopicInfo",
@@ -68,8 +69,9 @@ T = TypeVar("T")
 DEAD_LETTER_PAYLOAD_BYTES = 64 * 1024
 
 #: Source headers carried to a prediction or dead letter, in total (names and values,
-#: bytes); headers beyond it are dropped, in order.
+#: bytes), and in number; headers beyond either bound are dropped, in order.
 MAX_CARRIED_HEADER_BYTES = 16 * 1024
+MAX_CARRIED_HEADERS = 64
 
 #: Header prefix of the headers stream-nb writes itself.
 HEADER_PREFIX = "stream_nb."
@@ -462,9 +464,9 @@ def is_too_large(exc: BaseException | None) -> bool:
 def carry_headers(
     headers: Sequence[tuple[str, bytes]] | None, *, drop_own: bool = False
 ) -> list[tuple[str, bytes]]:
-    """Source headers to carry: in order, up to :data:`MAX_CARRIED_HEADER_BYTES` in
-    total; with ``drop_own``, without the ``stream_nb.*`` ones (a dead letter writes
-    its own).
+    """Source headers to carry: in order, up to :data:`MAX_CARRIED_HEADERS` of them and
+    :data:`MAX_CARRIED_HEADER_BYTES` in total; with ``drop_own``, without the
+    ``stream_nb.*`` ones (a dead letter writes its own).
 
     Examples
     --------
@@ -483,6 +485,8 @@ def carry_headers(
             continue
         total += size
         out.append((name, value))
+        if len(out) == MAX_CARRIED_HEADERS:
+            break
     return out
 
 
