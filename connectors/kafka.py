@@ -1700,6 +1700,9 @@ class KafkaSync:
                         f"got {type(sink).__name__}; use kafka:// URLs or drop exactly_once"
                     )
                 sink._sync = self
+                # the sink waits for the transactional producer's deliveries
+                delivery = self._producer_options.get("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
+                sink._flush_timeout = delivery / 1000.0 + 5.0
                 self._sinks.append(sink)
 
     def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
@@ -1746,7 +1749,9 @@ class KafkaSync:
             "format": SYNC_FORMAT,
             "worker": self.worker_id,
             "seq": self.seq,
-            "merged": dict(self.merged),
+            # this worker's entry always, 0 before its first fold: a restore then folds
+            # its own published deltas the snapshot's base lacks (see _restore)
+            "merged": {self.worker_id: 0, **self.merged},
             "offsets": sorted([p, o] for p, o in self.sync_offsets.items()),
             "base": self.base_state,
         }
