@@ -1616,7 +1616,9 @@ class KafkaSync:
         self._last = time.monotonic()
         self._committed: dict[TopicPartition, int] = {}
         self._sinks: list[KafkaSink] = []
-        self._txn_seconds = DELIVERY_TIMEOUT_MS / 1000.0 + 10.0
+        self._txn_seconds = _transaction_call_seconds(DELIVERY_TIMEOUT_MS)
+        # the current producer committed a transaction (see _recoverable)
+        self._txn_ok = False
         # the sync topic was checked (or created) with the source's topics
         info = source.topic_info.get(topic)
         count = info.partitions if info is not None and info.partitions else 1
@@ -1662,8 +1664,7 @@ class KafkaSync:
             # A worker killed inside a transaction holds back read_committed readers of
             # the sync topic until the broker aborts it: keep that short.
             options.setdefault("transaction_timeout_ms", _transaction_timeout_ms(self.interval))
-            # commit_transaction first flushes the transaction's records
-            self._txn_seconds = options["delivery_timeout_ms"] / 1000.0 + 10.0
+            self._txn_seconds = _transaction_call_seconds(options["delivery_timeout_ms"])
             transactional_id = f"stream-nb.{self.source.group_id}.{self.worker_id}"
             try:
                 producer = KafkaProducer(
@@ -1680,6 +1681,7 @@ class KafkaSync:
                     "exiting so that a supervisor restarts from the last snapshot"
                 ) from exc
             self._producer = producer
+            self._txn_ok = False
         return self._producer
 
     def attach(self, engine: Any) -> None:
@@ -1915,7 +1917,9 @@ class KafkaSync:
                     SourceError,
                 )
             except KafkaError as exc:
-                if _fatal(exc):
+                if self._recoverable(exc):
+                    self._drop_producer()
+                elif _fatal(exc):
                     raise SourceError(
                         f"sync transaction of worker {self.worker_id!r} failed for good: "
                         f"{exc!r} (another process with this worker id, or missing "
@@ -1930,6 +1934,7 @@ class KafkaSync:
                     sink._learn_limits()
                 self.rollback(reseek=reseek)
                 return False
+            self._txn_ok = True
             source.last_commit_seconds = time.perf_counter() - start
             if source._metrics is not None:
                 source._metrics.committed(
@@ -1981,6 +1986,38 @@ class KafkaSync:
         except Exception as exc:  # closing: the restart or the next owner redoes the work
             _log.warning("last sync on stop failed: %s", exc)
 
+    def _recoverable(self, exc: KafkaError) -> bool:
+        """Whether a fenced producer may be replaced instead of ending the daemon.
+
+        The coordinator fences a producer whose transaction it aborted after
+        ``transaction_timeout_ms`` (a long broker outage), as it fences one replaced by
+        another process with the same transactional id. A producer that has committed a
+        transaction was working: it is replaced once. One fenced before its first commit
+        is not: another process holds the id, and this one stops (so two processes
+        with one worker id cannot fence each other in turn for ever).
+        """
+        if not isinstance(exc, (ProducerFencedError, InvalidProducerEpochError)):
+            return False
+        if not self._txn_ok:
+            return False
+        trouble.report(
+            f"fenced:{self.worker_id}",
+            f"the transactional producer of worker {self.worker_id!r} was fenced ({exc!r}): "
+            "the coordinator aborted its transaction (an outage longer than "
+            "transaction_timeout_ms?); rolling back and starting a new producer",
+        )
+        return True
+
+    def _drop_producer(self) -> None:
+        """Close the producer (bounded) and forget it: the next use creates a new one."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            producer.close(timeout=5)
+        except KafkaError as exc:
+            _log.warning("closing the transactional producer: %r", exc)
+
     def rollback(self, *, reseek: bool) -> None:
         """Drop everything since the last committed transaction: model, outputs, positions."""
         self.rollbacks += 1
@@ -1997,18 +2034,14 @@ class KafkaSync:
                 )
                 producer.begin_transaction()
             except KafkaError as exc:
-                if _fatal(exc):
+                if _fatal(exc) and not self._recoverable(exc):
                     raise SourceError(
                         f"aborting the transaction of worker {self.worker_id!r} failed for "
                         f"good: {exc!r}; exiting so that a supervisor restarts from the last "
                         "snapshot"
                     ) from exc
                 _log.warning("aborting the transaction failed (%r); a new producer fences it", exc)
-                self._producer = None
-                try:
-                    producer.close(timeout=5)
-                except KafkaError as close_exc:
-                    _log.warning("closing the transactional producer: %r", close_exc)
+                self._drop_producer()
         for sink in self._sinks:
             sink._discard_pending()
         if self._engine is not None and self._tracker is not None:
@@ -2033,6 +2066,13 @@ class KafkaSync:
 
 #: Longest a sync waits to read the sync topic back to its end (its own delta included).
 _SYNC_READ_SECONDS = 2.0
+
+
+def _transaction_call_seconds(delivery_timeout_ms: int) -> float:
+    """Bound of a transactional call: ``commit_transaction`` first flushes the records
+    (up to the delivery timeout), and a coordinator restarting with its broker needs
+    time to load the transaction log; at least a minute."""
+    return max(delivery_timeout_ms / 1000.0 + 10.0, 60.0)
 
 
 def _transaction_timeout_ms(interval: float) -> int:
