@@ -5,10 +5,15 @@ Needs the ``kafka`` extra: ``pip install 'stream-nb[kafka]'``.
 URLs
 ----
 ``kafka://host:port[,host:port]/topic[,topic][?option=value&...]``. Options are
-stream-nb's own (``group_id``, ``auto_offset_reset``, ``client_id``) or any
+stream-nb's own (``group_id``, ``auto_offset_reset``, ``worker_id``,
+``create_topics`` …, see :class:`KafkaSource` and :class:`KafkaSink`) or any
 kafka-python consumer/producer option (``security_protocol=SASL_SSL``,
 ``sasl_mechanism=PLAIN``, ``fetch_max_wait_ms=100`` …), passed through with
 numbers and ``true``/``false`` converted.
+
+At start every connector checks that its topics exist (input, predictions, dead
+letters, model sync) and fails at once naming a missing one, unless
+``create_topics=true`` asks to create it (:func:`~connectors.kafka_client.check_topics`).
 
 Delivery (see :mod:`connectors.base`)
 -------------------------------------
@@ -24,6 +29,9 @@ Delivery (see :mod:`connectors.base`)
   a commit ahead made by this worker means a lost newer snapshot — the snapshot
   wins (the model learned exactly up to it) and the re-read events are counted
   as replayed; one made by another worker wins (that worker learned them).
+* A daemon with checkpoints but no snapshot on a group that already committed
+  offsets refuses to start (its model would be lost without a word) unless
+  ``reset_state`` is set.
 * :meth:`KafkaSource.commit` commits the group offsets of the assigned
   partitions only after the engine made the snapshot durable, with the snapshot
   id in the commit metadata.
@@ -33,16 +41,31 @@ Delivery (see :mod:`connectors.base`)
   thread that checkpoints the engine and commits (or runs a sync transaction)
   before the partitions move; on *lost* nothing is committed and the engine
   returns to its last snapshot (or, with model sync, to its base).
+* The consumer is a static group member (``group_instance_id`` from the worker
+  id, which the snapshot keeps): a daemon restarted after a crash takes its
+  partitions back at once instead of waiting for the session timeout; a clean
+  stop leaves the group, so its partitions move on at once.
 * Predictions go to a topic through :class:`KafkaSink`, keyed by the event key
-  (or id); each carries the source topic/partition/offset so consumers can drop
-  the duplicates at-least-once delivery allows. :class:`KafkaDeadLetterSink`
-  adds headers naming the reason and the source topic/partition/offset.
+  (or id), with the event's headers; each carries the source topic/partition/offset
+  so consumers can drop the duplicates at-least-once delivery allows.
+  :class:`KafkaDeadLetterSink` keeps the event's key and headers and adds headers
+  naming the reason and the source topic/partition/offset.
 
-Broker trouble: the clients reconnect with backoff by themselves; while no
-broker connection is up :attr:`KafkaSource.ready` is false; a sink ``flush``
-waits up to ``delivery_timeout_ms`` and then raises :class:`~stream_nb.SinkError`
-naming the topic. Nothing is acknowledged (committed) before it is durable, so
-no event is lost.
+Staying up
+----------
+* No single record can stop a partition: a dead letter carries at most a 64 KiB
+  prefix of the rejected payload (with its size and SHA-256); a record that still
+  exceeds its topic's limit is sent in a smaller form (a dead letter without its
+  payload, a prediction without ``log_proba``), else dropped, counted and logged.
+* Every blocking client call has a bound: a sink ``flush`` waits up to
+  ``delivery_timeout_ms`` (default 30 s) and then raises
+  :class:`~stream_nb.SinkError`; commits, offset reads, transactions and closes
+  time out likewise. Such an error ends the daemon with a non-zero exit so that
+  its supervisor restarts it from the last snapshot: nothing is acknowledged
+  (committed) before it is durable, so no event is lost or learned twice.
+* Broker trouble is logged at most once per kind every 30 s, with a count
+  (:data:`~connectors.kafka_client.trouble`); while no broker connection is up
+  :attr:`KafkaSource.ready` is false.
 
 Examples
 --------
@@ -55,9 +78,11 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import re
 import threading
 import time
 import uuid
+import weakref
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -66,7 +91,19 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import orjson
 
 from connectors.base import Record, Sink, Source
-from stream_nb._exceptions import ConfigError, SinkError, SourceError
+from connectors.kafka_client import (
+    ClientAdapter,
+    TopicInfo,
+    bounded,
+    carry_headers,
+    check_topics,
+    fit_dead_letter,
+    is_too_large,
+    record_bytes,
+    shrink_prediction,
+    trouble,
+)
+from stream_nb._exceptions import ConfigError, SinkError, SourceError, StreamNBError
 
 try:
     from kafka import (
@@ -76,8 +113,18 @@ try:
         OffsetAndMetadata,
         TopicPartition,
     )
-    from kafka.errors import CommitFailedError, KafkaError
-    from kafka.future import Future as _KafkaFuture
+    from kafka.admin import KafkaAdminClient, MemberToRemove
+    from kafka.errors import (
+        AuthorizationError,
+        CommitFailedError,
+        FencedInstanceIdError,
+        IllegalStateError,
+        InvalidProducerEpochError,
+        KafkaError,
+        KafkaTimeoutError,
+        ProducerFencedError,
+        UnsupportedVersionError,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "the Kafka connector needs kafka-python; install the 'kafka' extra: "
@@ -105,6 +152,36 @@ _BOOL = {"true": True, "false": False}
 
 #: Producer batch size (kafka-python's default is 16 KiB).
 _BATCH_BYTES = 512 * 1024
+
+#: Producer ``delivery_timeout_ms`` of the sinks: how long records are retried while
+#: the broker is away before the daemon gives up and exits for its supervisor.
+DELIVERY_TIMEOUT_MS = 30_000
+
+#: Longest wait for a blocking client call that has no timeout of its own or a longer
+#: one (seconds): commits, committed-offset reads, transactional calls, admin requests.
+CALL_SECONDS = 30.0
+
+#: Longest wait for a connector's close (seconds).
+CLOSE_SECONDS = 10.0
+
+#: A flush still waiting after this many seconds logs the broker trouble (then every 30 s).
+_FLUSH_SLICE = 5.0
+
+#: Client errors after which retrying cannot help: this process was replaced by another
+#: with the same transactional or group instance id, or it is not allowed to act.
+_FATAL = (
+    AuthorizationError,
+    FencedInstanceIdError,
+    IllegalStateError,
+    InvalidProducerEpochError,
+    ProducerFencedError,
+    UnsupportedVersionError,
+)
+
+
+def _fatal(exc: BaseException) -> bool:
+    """Whether an error ends the daemon (see :data:`_FATAL`; stream-nb's own errors too)."""
+    return isinstance(exc, (*_FATAL, StreamNBError))
 
 
 @functools.cache
@@ -155,13 +232,86 @@ def parse_kafka_url(url: str) -> tuple[list[str], list[str], dict[str, Any]]:
     return servers, topics, options
 
 
-def _connected(client: Any) -> bool:
-    """Whether a kafka-python 3.x client holds at least one live broker connection."""
+def _admin(
+    servers: list[str] | str,
+    options: Mapping[str, Any],
+    error: type[StreamNBError],
+    seconds: float = CALL_SECONDS,
+) -> Any:
+    """An admin client with the connectors' connection/security options, or ``error``
+    naming the servers if none answers within ``seconds``."""
     try:
-        conns = client._client._manager._conns  # no public API for this in kafka-python 3.0
-        return any(conn.connected for conn in list(conns.values()))
-    except AttributeError:  # pragma: no cover - other kafka-python layouts
-        return True
+        return KafkaAdminClient(
+            bootstrap_servers=servers,
+            bootstrap_timeout_ms=int(seconds * 1000),
+            **_client_options(options),
+        )
+    except KafkaError as exc:
+        shown = servers if isinstance(servers, str) else ",".join(servers)
+        raise error(
+            f"cannot reach the Kafka brokers {shown} within {seconds:g} s ({exc!r}); "
+            "check the host:port in the URL and that the brokers are up"
+        ) from exc
+
+
+def _check(
+    servers: list[str] | str,
+    options: Mapping[str, Any],
+    roles: Mapping[str, str],
+    *,
+    create: bool,
+    partitions: int,
+    replication_factor: int,
+    single_partition: tuple[str, ...] = (),
+    error: type[StreamNBError],
+) -> dict[str, TopicInfo]:
+    """:func:`~connectors.kafka_client.check_topics` with a fresh admin client, bounded.
+
+    A missing topic is a :class:`~stream_nb.ConfigError`; brokers that cannot be
+    reached, or answer too slowly, are an ``error``.
+    """
+    admin = _admin(servers, options, error)
+    try:
+        return bounded(
+            lambda: check_topics(
+                admin,
+                [servers] if isinstance(servers, str) else servers,
+                roles,
+                create=create,
+                partitions=partitions,
+                replication_factor=replication_factor,
+                single_partition=single_partition,
+            ),
+            CALL_SECONDS,
+            f"checking Kafka topics {sorted(roles)}",
+            error,
+        )
+    except KafkaError as exc:
+        raise error(f"cannot check Kafka topics {sorted(roles)}: {exc!r}") from exc
+    finally:
+        admin.close()
+
+
+def _topic_options(options: dict[str, Any]) -> tuple[bool, int, int]:
+    """Pop ``create_topics``, ``topic_partitions``, ``topic_replication_factor``."""
+    create = options.pop("create_topics", False)
+    partitions = options.pop("topic_partitions", -1)
+    replication = options.pop("topic_replication_factor", -1)
+    if not isinstance(create, bool):
+        raise ConfigError(f"create_topics must be true or false, got {create!r}")
+    for name, value in (
+        ("topic_partitions", partitions),
+        ("topic_replication_factor", replication),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not (value > 0 or value == -1):
+            raise ConfigError(
+                f"{name} must be a positive integer (or -1 for the broker's default), got {value!r}"
+            )
+    return create, partitions, replication
+
+
+#: Characters a ``group_instance_id`` may hold (the broker's rule).
+_INSTANCE_ID = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class _Listener(AsyncConsumerRebalanceListener):
@@ -185,6 +335,10 @@ class _Listener(AsyncConsumerRebalanceListener):
 class KafkaSource(Source):
     """Records from Kafka topics, in a consumer group, resuming from snapshots.
 
+    At construction the topics (and the sync topic) are checked to exist; the
+    consumer joins the group on first use (:meth:`position`, :meth:`next_batch`),
+    after :meth:`seek` restored the worker id of a snapshot.
+
     Parameters
     ----------
     bootstrap_servers
@@ -197,8 +351,13 @@ class KafkaSource(Source):
         Where a partition with neither snapshot nor committed offset starts:
         ``earliest`` (default) or ``latest``.
     worker_id
-        Names this worker in commit metadata, sync deltas and the transactional id
-        (random by default, then kept in snapshots).
+        Names this worker in commit metadata, sync deltas, the transactional id and
+        the static group membership (random by default, then kept in snapshots).
+    group_instance_id
+        The static member id (KIP-345); default ``stream-nb-<worker_id>``, so a
+        restarted worker takes its partitions back at once. ``static_membership=false``
+        makes the consumer a dynamic member instead (a crashed worker's partitions
+        then wait for its ``session_timeout_ms``).
     sync_topic, sync_interval
         Model sync between the group's workers every ``sync_interval`` seconds
         through ``sync_topic`` (see :class:`KafkaSync`; started by
@@ -207,7 +366,16 @@ class KafkaSource(Source):
         committed offsets are fetched stable, KIP-447).
     exactly_once
         Predictions, dead letters, deltas and offsets in one transaction (implies a
-        sync topic, ``<group_id>.stream-nb-state`` unless given).
+        sync topic, ``<group_id>.stream-nb-state`` unless given). ``delivery_timeout_ms``
+        then sets the transactional producer's (default 30 s).
+    create_topics, topic_partitions, topic_replication_factor
+        Create missing topics (with that many partitions and replicas, ``-1`` for the
+        broker's defaults; the sync topic gets one partition). Off by default: a
+        missing topic is a :class:`~stream_nb.ConfigError` naming it (unless the
+        broker creates topics on first use).
+    reset_state
+        Accept a start without snapshot on a group that already committed offsets:
+        the model starts empty at those offsets (``--reset-state``).
     **options
         Any other kafka-python consumer option (security settings included).
         ``enable_auto_commit=True`` is refused.
@@ -223,9 +391,15 @@ class KafkaSource(Source):
         group_id: str = "stream-nb",
         auto_offset_reset: str = "earliest",
         worker_id: str | None = None,
+        group_instance_id: str | None = None,
+        static_membership: bool = True,
         sync_topic: str | None = None,
         sync_interval: float = 5.0,
         exactly_once: bool = False,
+        create_topics: bool = False,
+        topic_partitions: int = -1,
+        topic_replication_factor: int = -1,
+        reset_state: bool = False,
         **options: Any,
     ) -> None:
         if options.get("enable_auto_commit"):
@@ -237,12 +411,24 @@ class KafkaSource(Source):
             raise ConfigError(
                 f"auto_offset_reset must be 'earliest' or 'latest', got {auto_offset_reset!r}"
             )
+        if not isinstance(static_membership, bool):
+            raise ConfigError(f"static_membership must be true or false, got {static_membership!r}")
+        create, partitions, replication = _topic_options(
+            {
+                "create_topics": create_topics,
+                "topic_partitions": topic_partitions,
+                "topic_replication_factor": topic_replication_factor,
+            }
+        )
         options.pop("enable_auto_commit", None)
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         self.group_id = group_id
         #: Names this process in commit metadata and sync deltas; restored from snapshots.
         self.worker_id = worker_id if worker_id is not None else uuid.uuid4().hex[:12]
+        self._instance_id = group_instance_id
+        self._static = static_membership
         self._reset = auto_offset_reset
+        self._reset_state = bool(reset_state)
         if exactly_once and sync_topic is None:
             sync_topic = f"{group_id}.stream-nb-state"
         if sync_topic is not None:
@@ -256,18 +442,36 @@ class KafkaSource(Source):
             if sync_topic is None
             else {"topic": sync_topic, "interval": sync_interval, "exactly_once": exactly_once}
         )
+        delivery = options.pop("delivery_timeout_ms", None)
+        if delivery is not None:
+            if self._sync_config is None:
+                raise ConfigError(
+                    "delivery_timeout_ms in a source URL sets the transactional producer of "
+                    "sync_topic/exactly_once; without them, set it in the sink URLs"
+                )
+            self._sync_config["delivery_timeout_ms"] = delivery
         # Reconnect with backoff capped at a few seconds (kafka-python's default cap is 30 s).
         options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
         _check_crc32c()
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap_servers,
-            group_id=group_id,
-            enable_auto_commit=False,
-            auto_offset_reset=auto_offset_reset,
-            **options,
+        roles = {t: "input topic" for t in self.topics}
+        if sync_topic is not None:
+            roles[sync_topic] = "model-sync topic"
+        #: The topics as found at start (partitions, size limit).
+        self.topic_info = _check(
+            bootstrap_servers,
+            options,
+            roles,
+            create=create,
+            partitions=partitions,
+            replication_factor=replication,
+            single_partition=() if sync_topic is None else (sync_topic,),
+            error=SourceError,
         )
+        # Bound for blocking consumer calls (commit, committed offsets, positions).
+        self._call_ms = int(options.get("request_timeout_ms", 30_000))
+        self._client: Any = None  # the KafkaConsumer, created on first use
         self._lock = threading.Lock()
         # next offset of every partition handed out (or restored from a snapshot)
         self._positions: dict[TopicPartition, int] = {}
@@ -294,9 +498,132 @@ class KafkaSource(Source):
         # every record handed out has been processed (a batch hook ran since): a clean stop
         # may publish a last sync delta
         self._clean = True
+        # a snapshot was restored (seek() called): its worker id and positions are known
+        self._restored = False
+        # an error of a rebalance callback's helper thread, raised in the main thread
+        self._failure: BaseException | None = None
+        self._last_connection_check = 0.0
         self._bootstrap = bootstrap_servers
         self._options = dict(options)
-        self._consumer.subscribe(self.topics, listener=_Listener(self))
+
+    # ------------------------------------------------------------ the consumer
+    @property
+    def group_instance_id(self) -> str | None:
+        """The consumer's static member id (``None`` for a dynamic member)."""
+        if not self._static:
+            return None
+        if self._instance_id is not None:
+            return self._instance_id
+        return _INSTANCE_ID.sub("_", f"stream-nb-{self.worker_id}")[:249]
+
+    @property
+    def _consumer(self) -> Any:
+        """The consumer, created (and subscribed) on first use."""
+        if self._client is None:
+            self._start()
+        return self._client
+
+    def _start(self) -> None:
+        """Create the consumer, refuse a lost model (see :meth:`_refuse_lost_state`), join."""
+        consumer = KafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            group_id=self.group_id,
+            group_instance_id=self.group_instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset=self._reset,
+            **self._options,
+        )
+        try:
+            self._refuse_lost_state(consumer)
+        except BaseException:
+            consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
+            raise
+        consumer.subscribe(self.topics, listener=_Listener(self))
+        self._client = consumer
+
+    def _refuse_lost_state(self, consumer: Any) -> None:
+        """With checkpoints but no snapshot restored, refuse a group that has commits.
+
+        The commits say that a model learned the events before them; starting an empty
+        one there loses it without a word (an ephemeral checkpoint volume would reset
+        the model on every restart). ``reset_state`` accepts it. With model sync the
+        model is rebuilt from the sync topic instead, which is refused only once its
+        retention deleted deltas.
+        """
+        engine = self._engine
+        if self._reset_state or self._restored or engine is None:
+            return
+        if getattr(engine, "checkpointer", None) is None:
+            return
+        if self._sync_config is not None:
+            topic = self._sync_config["topic"]
+            info = self.topic_info.get(topic)
+            count = 1 if info is None or not info.partitions else info.partitions
+            tps = [TopicPartition(topic, p) for p in range(count)]
+            starts = consumer.beginning_offsets(tps, timeout_ms=self._call_ms)
+            deleted = {tp.partition: o for tp, o in starts.items() if o > 0}
+            if deleted:
+                raise SourceError(
+                    f"the checkpoint directory has no snapshot, and model-sync topic "
+                    f"{topic!r} of consumer group {self.group_id!r} no longer holds its "
+                    f"first deltas (retention deleted offsets below {deleted}): the model "
+                    "cannot be rebuilt. Restore the checkpoint directory, or pass "
+                    "--reset-state to start a new model from the deltas that are left"
+                )
+            return
+        found: dict[str, int] = {}
+        for topic in self.topics:
+            info = self.topic_info.get(topic)
+            for partition in range(info.partitions if info and info.partitions else 0):
+                tp = TopicPartition(topic, partition)
+                try:
+                    committed = consumer.committed(tp, timeout_ms=self._call_ms)
+                except KafkaError as exc:
+                    raise SourceError(
+                        f"cannot read the committed offsets of consumer group "
+                        f"{self.group_id!r} ({exc}); is the broker up?"
+                    ) from exc
+                if committed is not None:
+                    found[f"{topic}[{partition}]"] = committed
+        if found:
+            shown = ", ".join(f"{k}@{v}" for k, v in sorted(found.items())[:5])
+            raise SourceError(
+                f"consumer group {self.group_id!r} has committed offsets ({shown}"
+                f"{' …' if len(found) > 5 else ''}) but the checkpoint directory has no "
+                "snapshot: the model that learned the events before them is lost (a new "
+                "or emptied --checkpoint-dir?). Restore the checkpoint directory, or pass "
+                "--reset-state to start a new, empty model at the committed offsets"
+            )
+
+    def _raise_failure(self) -> None:
+        """Raise, in the main thread, what a rebalance callback's helper thread hit."""
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            if isinstance(failure, StreamNBError):
+                raise failure
+            raise SourceError(
+                f"consumer group {self.group_id!r}: {failure!r} during a rebalance; "
+                "exiting so that a supervisor restarts from the last snapshot"
+            ) from failure
+
+    def _watch_connection(self) -> None:
+        """Log (rate-limited) while the consumer has no broker connection; at most once
+        a second."""
+        now = time.monotonic()
+        if now - self._last_connection_check < 1.0:
+            return
+        self._last_connection_check = now
+        connections = ClientAdapter.connections(self._client)
+        kind = f"unreachable:{self.group_id}"
+        servers = self._bootstrap if isinstance(self._bootstrap, str) else ",".join(self._bootstrap)
+        if connections == 0:
+            trouble.report(
+                kind,
+                f"no connection to the Kafka brokers {servers} (group {self.group_id!r}); "
+                "reconnecting with backoff, nothing is committed meanwhile",
+            )
+        elif connections:
+            trouble.clear(kind, f"Kafka brokers {servers} reachable again")
 
     # ------------------------------------------------------------ rebalance (IO thread)
     async def _on_revoked_async(self, partitions: set[TopicPartition]) -> None:
@@ -315,26 +642,19 @@ class KafkaSource(Source):
         self._on_revoked(partitions, "revoked", settled=settled)
 
     async def _in_thread(self, work: Any) -> bool:
-        """Run ``work()`` on a helper thread and wait for it without blocking the IO loop."""
-        net = getattr(self._consumer, "_net", None)  # kafka-python 3.0's IO loop
-        if net is None or not hasattr(net, "call_soon_threadsafe"):  # pragma: no cover
+        """Run ``work()`` on a helper thread and wait for it without blocking the IO loop.
+
+        An error there is kept and raised in the main thread after ``poll`` returns: the
+        same failure (an undeliverable flush, a snapshot that cannot be written) ends the
+        daemon outside a rebalance too.
+        """
+        try:
+            return await ClientAdapter.await_in_thread(self._client, work)
+        except Exception as exc:
+            _log.error("rebalance work (checkpoint, commit or offset check) failed: %r", exc)
+            if self._failure is None:
+                self._failure = exc
             return False
-        done = _KafkaFuture()
-
-        def run() -> None:
-            try:
-                ok = bool(work())
-            except Exception:
-                _log.exception("rebalance work (checkpoint, commit or offset check) failed")
-                ok = False
-
-            def finish() -> None:  # on the IO thread, which then resumes the listener
-                done.success(ok)
-
-            net.call_soon_threadsafe(finish)
-
-        threading.Thread(target=run, name="stream-nb-revoke", daemon=True).start()
-        return bool(await done)
 
     def _settle(self) -> bool:
         """Make everything processed durable and committed (helper thread, main parked).
@@ -403,10 +723,15 @@ class KafkaSource(Source):
         """
         for tp, mine in partitions.items():
             try:
-                committed = self._consumer.committed(tp, metadata=True)
+                committed = self._consumer.committed(tp, metadata=True, timeout_ms=self._call_ms)
             except KafkaError as exc:
-                _log.warning("cannot read committed offset of %s[%d]: %s", *tp, exc)
-                continue
+                # Unchecked, the snapshot's offset could re-learn events another worker
+                # learned: stop rather than risk it (a restart checks again).
+                raise SourceError(
+                    f"cannot read the committed offset of {tp.topic}[{tp.partition}] "
+                    f"(consumer group {self.group_id!r}): {exc!r}; exiting so that a "
+                    "supervisor restarts from the last snapshot"
+                ) from exc
             finally:
                 with self._lock:
                     if self._unchecked.get(tp, -1) == mine:
@@ -440,11 +765,24 @@ class KafkaSource(Source):
             with self._lock:
                 pending = dict(self._unchecked)
             self._check_committed(pending)
+        consumer = self._consumer
         self._in_poll = True
         try:
-            polled = self._consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+            polled = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+        except KafkaError as exc:
+            if _fatal(exc):
+                raise SourceError(
+                    f"consumer group {self.group_id!r} on {self.topics}: {exc!r}; exiting so "
+                    "that a supervisor restarts from the last snapshot (another process with "
+                    f"group_instance_id {self.group_instance_id!r}, or missing permissions?)"
+                ) from exc
+            trouble.report(f"poll:{self.group_id}", f"polling {self.topics} failed: {exc!r}")
+            time.sleep(min(timeout, 1.0))  # no busy loop while the error lasts
+            polled = {}
         finally:
             self._in_poll = False
+        self._raise_failure()
+        self._watch_connection()
         if self._needs_rollback:
             with self._lock:
                 self._needs_rollback = False
@@ -480,7 +818,13 @@ class KafkaSource(Source):
         return out
 
     def position(self) -> dict[str, Any]:
-        """``{"offsets": [[topic, partition, next_offset], ...], "worker": id}`` (sorted)."""
+        """``{"offsets": [[topic, partition, next_offset], ...], "worker": id}`` (sorted).
+
+        The first call (the engine's first snapshot) joins the group, so that a start
+        that would lose a model is refused before any snapshot is written.
+        """
+        if self._client is None and self._engine is not None:
+            self._start()
         offsets = sorted([tp.topic, tp.partition, o] for tp, o in self._positions.items())
         return {"offsets": offsets, "worker": self.worker_id}
 
@@ -490,6 +834,7 @@ class KafkaSource(Source):
         In transactional mode (:class:`KafkaSync`) the group's committed offsets
         win instead, and this does nothing.
         """
+        self._restored = True
         if self._sync is not None:
             return
         try:
@@ -527,20 +872,46 @@ class KafkaSource(Source):
             return
         start = time.perf_counter()
         try:
-            self._consumer.commit(offsets)
+            self._consumer.commit(offsets, timeout_ms=self._call_ms)
         except (CommitFailedError, KafkaError) as exc:
+            if _fatal(exc):
+                hint = ""
+                if isinstance(exc, FencedInstanceIdError):
+                    hint = (
+                        f" (another process joined as group_instance_id "
+                        f"{self.group_instance_id!r}: a copied checkpoint directory, or the "
+                        "same worker_id in two URLs?)"
+                    )
+                raise SourceError(
+                    f"committing offsets of consumer group {self.group_id!r} failed: "
+                    f"{exc!r}{hint}; exiting so that a supervisor restarts from the last "
+                    "snapshot"
+                ) from exc
             self.commit_failures += 1
-            _log.warning("offset commit for snapshot %s failed: %s", snapshot_id, exc)
+            if self._metrics is not None:
+                self._metrics.commit_failures.inc()
+            trouble.report(
+                f"commit:{self.group_id}",
+                f"offset commit for snapshot {snapshot_id} (group {self.group_id!r}) failed: "
+                f"{exc!r}; the next snapshot's commit covers it",
+            )
             return
         finally:
             self.last_commit_seconds = time.perf_counter() - start
+        trouble.clear(
+            f"commit:{self.group_id}", f"offset commits of group {self.group_id!r} work again"
+        )
         if self._metrics is not None:
             self._metrics.committed(offsets, self.last_commit_seconds)
 
     @property
     def ready(self) -> bool:
-        """True while a broker connection is up."""
-        return _connected(self._consumer)
+        """True while the consumer has a broker connection (read from its public metrics;
+        true if it keeps none)."""
+        if self._client is None:
+            return False
+        connections = ClientAdapter.connections(self._client)
+        return connections is None or connections > 0
 
     def _committable(self) -> dict[TopicPartition, int]:
         """Next offsets of the assigned partitions that records were handed out from."""
@@ -559,7 +930,7 @@ class KafkaSource(Source):
     def _seek_committed(self, tp: TopicPartition) -> None:
         """Position ``tp`` at the group's committed offset (or the reset policy's end)."""
         try:
-            committed = self._consumer.committed(tp)
+            committed = self._consumer.committed(tp, timeout_ms=self._call_ms)
         except KafkaError as exc:
             raise SourceError(
                 f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
@@ -602,7 +973,7 @@ class KafkaSource(Source):
 
     def bind_metrics(self, registry: Any) -> None:
         """Publish ``stream_nb_kafka_*`` metrics on a Prometheus registry."""
-        self._metrics = _KafkaMetrics(registry)
+        self._metrics = _metrics_for(registry)
 
     def attach_engine(self, engine: Any) -> None:
         """Called by the CLI before ``engine.restore()``: lets a revoke checkpoint the engine
@@ -624,20 +995,67 @@ class KafkaSource(Source):
 
         With model sync, a clean stop (every record handed out processed) first runs a
         last sync transaction, so the other workers get this worker's last delta and
-        its partitions move on from the offsets it reached.
+        its partitions move on from the offsets it reached. A static member also asks
+        the coordinator to remove it (static members send no LeaveGroup of their own),
+        so its partitions move on at once; a crashed worker (no close) keeps them until
+        it is back or its session times out. Every step is bounded.
         """
         if self._sync is not None:
             if self._clean:
                 self._sync.final_sync()
             self._sync.close()
+        consumer, self._client = self._client, None
+        if consumer is None:
+            return
+        reachable = ClientAdapter.connections(consumer) != 0
         try:
-            self._consumer.close(autocommit=False)
-        except KafkaError as exc:  # pragma: no cover - best effort
-            _log.warning("closing the Kafka consumer failed: %s", exc)
+            consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
+        except KafkaError as exc:
+            _log.warning("closing the Kafka consumer failed: %r", exc)
+        instance = self.group_instance_id
+        if instance is not None and reachable:
+            self._leave(instance)
+
+    def _leave(self, instance: str) -> None:
+        """Remove static member ``instance`` from the group (best effort, bounded)."""
+        try:
+            admin = _admin(self._bootstrap, self._options, SourceError, CLOSE_SECONDS)
+        except SourceError as exc:
+            _log.warning("cannot leave consumer group %r: %s", self.group_id, exc)
+            return
+        try:
+            bounded(
+                lambda: admin.remove_group_members(
+                    self.group_id,
+                    [MemberToRemove(group_instance_id=instance, reason="stream-nb stopped")],
+                ),
+                CLOSE_SECONDS,
+                f"leaving consumer group {self.group_id!r}",
+                SourceError,
+            )
+        except (KafkaError, SourceError) as exc:
+            _log.warning(
+                "static member %r could not leave consumer group %r (%r); its partitions "
+                "move on after session_timeout_ms",
+                instance,
+                self.group_id,
+                exc,
+            )
+        finally:
+            admin.close()
 
 
 class KafkaSink(Sink):
     """Records to one Kafka topic; ``flush`` waits until every record is acknowledged.
+
+    At construction the topic is checked to exist (see :class:`KafkaSource`'s
+    ``create_topics``) and its record size limit read: the smaller of its
+    ``max.message.bytes`` and the producer's ``max_request_size``. A record above it
+    is sent in a smaller form (:meth:`_smaller`: a prediction without ``log_proba``
+    and ``explain``, listed under ``omitted``; then without the carried headers); if
+    none fits, or the broker still rejects it as too large, it is dropped, counted
+    (``stream_nb_kafka_records_dropped_total``) and logged. The event's headers are
+    carried up to :data:`~connectors.kafka_client.MAX_CARRIED_HEADER_BYTES`.
 
     Parameters
     ----------
@@ -645,46 +1063,187 @@ class KafkaSink(Sink):
         ``host:port`` strings.
     topic
         Destination topic.
+    create_topics, topic_partitions, topic_replication_factor
+        Create the topic if it is missing (``-1``: the broker's defaults).
     **options
         Any kafka-python producer option. Defaults: ``acks="all"``,
-        ``linger_ms=5``, ``delivery_timeout_ms=120000`` (retries ride out a
-        broker restart of up to two minutes).
+        ``linger_ms=5``, ``delivery_timeout_ms=30000``: records are retried that
+        long (a broker restart), then ``flush`` raises :class:`~stream_nb.SinkError`
+        and the daemon exits for its supervisor.
     """
 
-    def __init__(self, bootstrap_servers: list[str] | str, topic: str, **options: Any) -> None:
+    #: What the records are, in messages and metric labels.
+    role = "predictions"
+
+    def __init__(
+        self,
+        bootstrap_servers: list[str] | str,
+        topic: str,
+        *,
+        create_topics: bool = False,
+        topic_partitions: int = -1,
+        topic_replication_factor: int = -1,
+        **options: Any,
+    ) -> None:
+        create, partitions, replication = _topic_options(
+            {
+                "create_topics": create_topics,
+                "topic_partitions": topic_partitions,
+                "topic_replication_factor": topic_replication_factor,
+            }
+        )
         self.topic = topic
         options.setdefault("acks", "all")
         options.setdefault("linger_ms", 5)
-        # One engine batch of predictions fits in one producer batch: the producer then
-        # wakes its IO thread once per batch instead of once per record.
-        options.setdefault("batch_size", _BATCH_BYTES)
-        options.setdefault("delivery_timeout_ms", 120_000)
-        options.setdefault("request_timeout_ms", 30_000)
+        options.setdefault("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
+        options.setdefault("request_timeout_ms", min(30_000, options["delivery_timeout_ms"] // 2))
         options.setdefault("reconnect_backoff_max_ms", 5000)
+        info = _check(
+            bootstrap_servers,
+            options,
+            {topic: "prediction topic" if self.role == "predictions" else "dead-letter topic"},
+            create=create,
+            partitions=partitions,
+            replication_factor=replication,
+            error=SinkError,
+        )[topic]
+        #: Largest record (as :func:`~connectors.kafka_client.record_bytes` counts) sent
+        #: as it is.
+        self.limit = int(options.get("max_request_size", 1_048_576))
+        if info.max_message_bytes is not None:
+            self.limit = min(self.limit, info.max_message_bytes)
+        # One engine batch of predictions fits in one producer batch: the producer then
+        # wakes its IO thread once per batch instead of once per record. A batch never
+        # exceeds what the topic accepts.
+        options.setdefault("batch_size", min(_BATCH_BYTES, self.limit))
         self._flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
-        self._futures: list[Any] = []
+        self._bootstrap = bootstrap_servers
+        try:
+            self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
+        except KafkaError as exc:
+            raise SinkError(f"cannot create a producer for Kafka topic {topic!r}: {exc!r}") from exc
+        # (future, value, key, headers) of every record sent since the last flush
+        self._pending: list[tuple[Any, bytes, bytes | None, list[tuple[str, bytes]] | None]] = []
         self.written = 0
+        #: Records sent in a smaller form / dropped because none fitted.
+        self.shrunk = 0
+        self.dropped = 0
+        self._metrics: _KafkaMetrics | None = None
         # exactly-once: records go through KafkaSync's transactional producer
         self._sync: KafkaSync | None = None
+        # a delivery failed: the daemon is ending, close() does not wait
+        self._broken = False
+
+    def bind_metrics(self, registry: Any) -> None:
+        """Count shrunk and dropped records on a Prometheus registry."""
+        self._metrics = _metrics_for(registry)
+
+    def _producer_now(self) -> Any:
+        return self._producer if self._sync is None else self._sync.producer
+
+    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
+        return carry_headers(headers) or None
+
+    def _smaller(
+        self, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+        """Smaller forms of a record, in order: without ``log_proba``/``explain``, then
+        also without the carried headers."""
+        shrunk = shrink_prediction(value)
+        if shrunk is None:
+            return [(value, None)] if headers else []
+        return [(shrunk, headers), (shrunk, None)] if headers else [(shrunk, None)]
 
     def write(
         self,
         value: bytes,
         *,
         key: bytes | None = None,
-        headers: list[tuple[str, bytes]] | None = None,
+        headers: Any = None,
     ) -> None:
-        """Send one record (asynchronously; :meth:`flush` waits for it)."""
+        """Send one record (asynchronously; :meth:`flush` waits for it).
+
+        ``headers`` (the event's) are carried up to the documented bound.
+        """
+        carried = self._carry(headers) if headers else None
+        if len(value) + (0 if key is None else len(key)) + 256 > self.limit and (
+            record_bytes(key, value, carried) > self.limit
+        ):
+            self._send_fitting(value, key, carried)
+            return
+        # the common case inline (once per prediction): see _send
         producer = self._producer if self._sync is None else self._sync.producer
         try:
-            future = producer.send(self.topic, value=value, key=key, headers=headers or None)
+            future = producer.send(self.topic, value=value, key=key, headers=carried)
         except KafkaError as exc:
-            raise SinkError(f"cannot send to Kafka topic {self.topic!r}: {exc}") from exc
-        self._futures.append(future)
+            self._send_failed(exc, value, key, carried)
+            return
+        self._pending.append((future, value, key, carried))
+
+    def _send(
+        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
+        try:
+            future = self._producer_now().send(self.topic, value=value, key=key, headers=headers)
+        except KafkaError as exc:
+            self._send_failed(exc, value, key, headers)
+            return
+        self._pending.append((future, value, key, headers))
+
+    def _send_failed(
+        self,
+        exc: KafkaError,
+        value: bytes,
+        key: bytes | None,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> None:
+        """A send refused at once: too large for the producer (fit it), else fatal."""
+        if is_too_large(exc):  # the producer's own limit, below the estimate's
+            self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+            self._send_fitting(value, key, headers)
+            return
+        raise SinkError(
+            f"cannot send to Kafka topic {self.topic!r}: {exc!r}; is the broker "
+            "reachable? (exiting so that a supervisor restarts from the last snapshot)"
+        ) from exc
+
+    def _send_fitting(
+        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
+        """Send the first smaller form within :attr:`limit`, or drop the record."""
+        for smaller, kept in self._smaller(value, headers):
+            if record_bytes(key, smaller, kept) <= self.limit:
+                self.shrunk += 1
+                if self._metrics is not None:
+                    self._metrics.shrunk.labels(role=self.role).inc()
+                trouble.report(
+                    f"shrunk:{self.topic}",
+                    f"a {self.role} record of {len(value)} bytes exceeds the {self.limit}-byte "
+                    f"limit of Kafka topic {self.topic!r}; sent in a smaller form of "
+                    f"{len(smaller)} bytes",
+                )
+                self._send(smaller, key, kept)
+                return
+        self._drop(value, f"no smaller form fits its {self.limit}-byte limit")
+
+    def _drop(self, value: bytes, why: str) -> None:
+        self.dropped += 1
+        if self._metrics is not None:
+            self._metrics.dropped.labels(role=self.role).inc()
+        trouble.report(
+            f"dropped:{self.topic}",
+            f"dropped a {self.role} record of {len(value)} bytes for Kafka topic "
+            f"{self.topic!r}: {why} (counted in stream_nb_kafka_records_dropped_total)",
+            level=logging.ERROR,
+        )
 
     def flush(self) -> None:
         """Wait for every sent record's acknowledgement.
+
+        Records the broker rejected as too large are sent again in a smaller form
+        (or dropped, counted and logged). While the broker does not answer, the wait
+        logs the trouble (rate-limited) and lasts at most ``delivery_timeout_ms``
+        plus a few seconds.
 
         Raises
         ------
@@ -692,45 +1251,125 @@ class KafkaSink(Sink):
             Naming the topic, if a record could not be delivered within the
             producer's ``delivery_timeout_ms``.
         """
-        futures, self._futures = self._futures, []
-        producer = self._producer if self._sync is None else self._sync.producer
-        try:
-            producer.flush(timeout=self._flush_timeout)
-            for future in futures:
-                future.get(timeout=0)
-        except KafkaError as exc:
-            raise SinkError(
-                f"records to Kafka topic {self.topic!r} were not acknowledged: {exc}; "
-                "is the broker reachable?"
-            ) from exc
-        self.written += len(futures)
+        for attempt in range(4):
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            self._await(len(pending))
+            failure: BaseException | None = None
+            unsent = [p for p in pending if not p[0].succeeded()]
+            self.written += len(pending) - len(unsent)
+            for future, value, key, headers in unsent:
+                if not future.is_done:
+                    failure = failure or KafkaTimeoutError("not acknowledged after a flush")
+                elif not is_too_large(future.exception):
+                    failure = failure or future.exception
+                elif attempt == 3:
+                    self._drop(value, "the broker rejected every smaller form as too large")
+                else:
+                    # The broker's limit is below this record (lowered after the start?):
+                    # later records are fitted below it too.
+                    self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+                    self._send_fitting(value, key, headers)
+            if failure is not None:
+                raise self._failed(
+                    f"records to Kafka topic {self.topic!r} were not delivered within "
+                    f"delivery_timeout_ms: {failure!r}; is the broker reachable? (exiting so "
+                    "that a supervisor restarts from the last snapshot; nothing is lost)"
+                ) from failure
+
+    def _await(self, count: int) -> None:
+        """``producer.flush`` in slices, logging the wait, at most the flush timeout."""
+        producer = self._producer_now()
+        start = time.monotonic()
+        deadline = start + self._flush_timeout
+        kind = f"flush:{self.topic}"
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                producer.flush(timeout=max(0.0, min(left, _FLUSH_SLICE)))
+            except KafkaTimeoutError:
+                if time.monotonic() >= deadline:
+                    raise self._failed(
+                        f"{count} records to Kafka topic {self.topic!r} not acknowledged "
+                        f"within {self._flush_timeout:g} s; is the broker reachable? (exiting "
+                        "so that a supervisor restarts from the last snapshot)"
+                    ) from None
+                trouble.report(
+                    kind,
+                    f"{count} records to Kafka topic {self.topic!r} not acknowledged after "
+                    f"{time.monotonic() - start:.0f} s; the producer retries for up to "
+                    f"{self._flush_timeout - 5:g} s",
+                )
+                continue
+            except KafkaError as exc:
+                raise self._failed(
+                    f"flushing records to Kafka topic {self.topic!r} failed: {exc!r}"
+                ) from exc
+            if trouble.active(kind):
+                trouble.clear(kind, f"records to Kafka topic {self.topic!r} acknowledged again")
+            return
+
+    def _failed(self, message: str) -> SinkError:
+        """A delivery failure: logged now (the daemon's own error line comes after the
+        connectors closed), and :meth:`close` no longer waits for the producer."""
+        self._broken = True
+        _log.error("%s", message)
+        return SinkError(message)
+
+    def _discard_pending(self) -> None:
+        """Forget sent records (exactly-once: their transaction committed or aborted)."""
+        self._pending = []
+
+    def _learn_limits(self) -> None:
+        """Exactly-once, after a failed transaction: lower :attr:`limit` below every record
+        the broker rejected as too large, so the redone work sends them smaller."""
+        for future, value, key, headers in self._pending:
+            if future.is_done and is_too_large(future.exception):
+                self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
 
     def close(self) -> None:
-        """Flush and close the producer."""
+        """Flush what is pending and close the producer, within a bounded time.
+
+        A close after a failure (the broker away) does not wait for undeliverable
+        records: the restart redoes their work from the last snapshot.
+        """
         try:
-            self.flush()
+            if self._pending and not self._broken:
+                self._flush_timeout = min(self._flush_timeout, CLOSE_SECONDS)
+                self.flush()
         finally:
-            self._producer.close()
+            try:
+                self._producer.close(timeout=0.0 if self._broken else CLOSE_SECONDS)
+            except KafkaError as exc:  # records still pending
+                _log.warning("closing the producer of Kafka topic %r: %r", self.topic, exc)
 
 
 class KafkaDeadLetterSink(KafkaSink):
-    """Dead letters to a DLQ topic, with headers naming the reason and the source record.
+    """Dead letters to a DLQ topic, with the event's key and headers, and headers naming
+    the reason and the source record.
 
     Each record written is a dead letter as encoded by the engine (a JSON object
     with ``reason`` and ``position``); the sink adds the headers
     ``stream_nb.reason``, ``stream_nb.source.topic``,
-    ``stream_nb.source.partition`` and ``stream_nb.source.offset``.
+    ``stream_nb.source.partition`` and ``stream_nb.source.offset`` (source headers
+    of those names are dropped). A rejected payload longer than
+    :data:`~connectors.kafka_client.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
+    with its size and SHA-256 (:func:`~connectors.kafka_client.fit_dead_letter`); a
+    letter still too large for the topic is sent without its payload, then without
+    the event's headers; one that fits in no form is dropped, counted and logged.
     """
+
+    role = "dead_letters"
 
     def write(
         self,
         value: bytes,
         *,
         key: bytes | None = None,
-        headers: list[tuple[str, bytes]] | None = None,
+        headers: Any = None,
     ) -> None:
-        extra = list(headers or ())
-        names = {name for name, _ in extra}
+        own: list[tuple[str, bytes]] = []
         try:
             letter = orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -744,10 +1383,24 @@ class KafkaDeadLetterSink(KafkaSink):
                     (HEADER_PARTITION, position.get("partition")),
                     (HEADER_OFFSET, position.get("offset")),
                 ]
-            for name, item in found:
-                if item is not None and name not in names:
-                    extra.append((name, str(item).encode()))
-        super().write(value, key=key, headers=extra)
+            own = [(name, str(item).encode()) for name, item in found if item is not None]
+        carried = own + carry_headers(headers, drop_own=True)
+        super().write(fit_dead_letter(value), key=key, headers=carried)
+
+    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
+        return list(headers) or None  # write() carried the event's already
+
+    def _smaller(
+        self, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+        """Smaller forms of a dead letter: without the payload (size and hash kept), then
+        with only stream-nb's own headers."""
+        bare = fit_dead_letter(value, keep_payload=False)
+        own = [(n, v) for n, v in headers or () if n.startswith("stream_nb.")] or None
+        forms = [(bare, headers)]
+        if headers != own:
+            forms.append((bare, own))
+        return forms
 
 
 class DeltaTracker:
@@ -963,7 +1616,15 @@ class KafkaSync:
         self._last = time.monotonic()
         self._committed: dict[TopicPartition, int] = {}
         self._sinks: list[KafkaSink] = []
-        self._ensure_topic()
+        self._txn_seconds = _transaction_call_seconds(DELIVERY_TIMEOUT_MS)
+        # the current producer committed a transaction (see _recoverable)
+        self._txn_ok = False
+        # the sync topic was checked (or created) with the source's topics
+        info = source.topic_info.get(topic)
+        count = info.partitions if info is not None and info.partitions else 1
+        #: Largest delta record the sync topic accepts (``max.message.bytes``), if known.
+        self.delta_limit = None if info is None else info.max_message_bytes
+        self._call_ms = source._call_ms
         self._consumer = KafkaConsumer(
             bootstrap_servers=source._bootstrap,
             group_id=None,
@@ -972,25 +1633,10 @@ class KafkaSync:
             isolation_level="read_committed",
             **_client_options(source._options),
         )
-        partitions = self._consumer.partitions_for_topic(topic) or {0}
-        self._partitions = [TopicPartition(topic, p) for p in sorted(partitions)]
+        self._partitions = [TopicPartition(topic, p) for p in range(count)]
         self._consumer.assign(self._partitions)
 
     # ------------------------------------------------------------ wiring
-    def _ensure_topic(self) -> None:
-        from kafka.admin import KafkaAdminClient, NewTopic
-        from kafka.errors import TopicAlreadyExistsError
-
-        admin = KafkaAdminClient(
-            bootstrap_servers=self.source._bootstrap, **_client_options(self.source._options)
-        )
-        try:
-            if self.topic not in admin.list_topics():
-                admin.create_topics([NewTopic(self.topic, num_partitions=1)])
-        except TopicAlreadyExistsError:
-            pass
-        finally:
-            admin.close()
 
     @property
     def worker_id(self) -> str:
@@ -1000,26 +1646,42 @@ class KafkaSync:
     def producer(self) -> Any:
         """The transactional producer (created on first use, after restore set the worker id)."""
         if self._producer is None:
-            options = dict(self._producer_options)
+            options = {**_client_options(self.source._options), **self._producer_options}
             # Deltas are compressed on their own (zlib, see sync()); predictions in
             # exactly-once mode stay uncompressed like the at-least-once sink's
             # (kafka-python's gzip runs at level 9: 16,200 -> 18,600 events/CPU-s without).
             options.setdefault("acks", "all")
-            options.setdefault("batch_size", _BATCH_BYTES)
+            # a batch of predictions or dead letters never exceeds what their topic accepts
+            options.setdefault("batch_size", min([_BATCH_BYTES, *(s.limit for s in self._sinks)]))
+            options.setdefault("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
+            options.setdefault(
+                "request_timeout_ms", min(30_000, options["delivery_timeout_ms"] // 2)
+            )
+            options.setdefault("reconnect_backoff_max_ms", 5000)
             # a delta is one record: allow large ones (the broker limits the compressed
             # batch: max.message.bytes of the sync topic, 1 MiB by default)
             options.setdefault("max_request_size", 16 * 1024 * 1024)
             # A worker killed inside a transaction holds back read_committed readers of
             # the sync topic until the broker aborts it: keep that short.
             options.setdefault("transaction_timeout_ms", _transaction_timeout_ms(self.interval))
-            producer = KafkaProducer(
-                bootstrap_servers=self.source._bootstrap,
-                transactional_id=f"stream-nb.{self.source.group_id}.{self.worker_id}",
-                **options,
-            )
-            producer.init_transactions()  # fences and aborts an earlier instance's transaction
-            producer.begin_transaction()
+            self._txn_seconds = _transaction_call_seconds(options["delivery_timeout_ms"])
+            transactional_id = f"stream-nb.{self.source.group_id}.{self.worker_id}"
+            try:
+                producer = KafkaProducer(
+                    bootstrap_servers=self.source._bootstrap,
+                    transactional_id=transactional_id,
+                    **options,
+                )
+                # fences and aborts an earlier instance's transaction (bounded by max_block_ms)
+                producer.init_transactions()
+                producer.begin_transaction()
+            except KafkaError as exc:
+                raise SourceError(
+                    f"cannot start the transactional producer {transactional_id!r}: {exc!r}; "
+                    "exiting so that a supervisor restarts from the last snapshot"
+                ) from exc
             self._producer = producer
+            self._txn_ok = False
         return self._producer
 
     def attach(self, engine: Any) -> None:
@@ -1040,6 +1702,9 @@ class KafkaSync:
                         f"got {type(sink).__name__}; use kafka:// URLs or drop exactly_once"
                     )
                 sink._sync = self
+                # the sink waits for the transactional producer's deliveries
+                delivery = self._producer_options.get("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
+                sink._flush_timeout = delivery / 1000.0 + 5.0
                 self._sinks.append(sink)
 
     def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
@@ -1086,7 +1751,9 @@ class KafkaSync:
             "format": SYNC_FORMAT,
             "worker": self.worker_id,
             "seq": self.seq,
-            "merged": dict(self.merged),
+            # this worker's entry always, 0 before its first fold: a restore then folds
+            # its own published deltas the snapshot's base lacks (see _restore)
+            "merged": {self.worker_id: 0, **self.merged},
             "offsets": sorted([p, o] for p, o in self.sync_offsets.items()),
             "base": self.base_state,
         }
@@ -1138,10 +1805,21 @@ class KafkaSync:
 
     def _read_to_end(self, timeout: float, *, strict: bool) -> bool:
         """Fold the sync topic up to its (last stable) end; whether anything was folded."""
-        end = self._consumer.end_offsets(self._partitions)
+        consumer, call_ms = self._consumer, self._call_ms
+        try:
+            end = consumer.end_offsets(self._partitions, timeout_ms=call_ms)
+        except KafkaError as exc:
+            if strict:
+                raise SourceError(
+                    f"cannot read the end of sync topic {self.topic!r}: {exc!r}"
+                ) from exc
+            trouble.report(
+                f"sync-read:{self.topic}", f"cannot read sync topic {self.topic!r}: {exc!r}"
+            )
+            return False
         deadline = time.monotonic() + timeout
         folded = False
-        while any(self._consumer.position(tp) < end[tp] for tp in self._partitions):
+        while any(consumer.position(tp, timeout_ms=call_ms) < end[tp] for tp in self._partitions):
             if time.monotonic() > deadline:
                 if strict:
                     raise SourceError(f"cannot read sync topic {self.topic!r} to its end")
@@ -1210,21 +1888,53 @@ class KafkaSync:
                         "delta": tracker.delta.to_state(),
                         "weight": tracker.weight,
                     }
-                    producer.send(
-                        self.topic,
-                        value=zlib.compress(orjson.dumps(record)),
-                        key=self.worker_id.encode(),
-                    )
+                    value = zlib.compress(orjson.dumps(record))
+                    key = self.worker_id.encode()
+                    size = record_bytes(key, value, None)
+                    if self.delta_limit is not None and size > self.delta_limit:
+                        raise SourceError(
+                            f"this worker's model delta ({size} bytes compressed) exceeds "
+                            f"max.message.bytes={self.delta_limit} of sync topic "
+                            f"{self.topic!r}; raise the topic's max.message.bytes or "
+                            "shorten sync_interval"
+                        )
+                    producer.send(self.topic, value=value, key=key)
                 if offsets:
-                    producer.send_offsets_to_transaction(
-                        {tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()},
-                        source._consumer.group_metadata(),
+                    group = source._consumer.group_metadata()
+                    bounded(
+                        lambda: producer.send_offsets_to_transaction(
+                            {tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()},
+                            group,
+                        ),
+                        self._txn_seconds,
+                        f"adding offsets to the transaction of worker {self.worker_id!r}",
+                        SourceError,
                     )
-                producer.commit_transaction()
+                bounded(
+                    producer.commit_transaction,
+                    self._txn_seconds,
+                    f"committing the transaction of worker {self.worker_id!r}",
+                    SourceError,
+                )
             except KafkaError as exc:
-                _log.warning("sync transaction failed, dropping uncommitted work: %s", exc)
+                if self._recoverable(exc):
+                    self._drop_producer()
+                elif _fatal(exc):
+                    raise SourceError(
+                        f"sync transaction of worker {self.worker_id!r} failed for good: "
+                        f"{exc!r} (another process with this worker id, or missing "
+                        "permissions); exiting so that a supervisor restarts from the last "
+                        "snapshot"
+                    ) from exc
+                trouble.report(
+                    f"sync:{self.topic}",
+                    f"sync transaction failed, dropping uncommitted work: {exc!r}",
+                )
+                for sink in self._sinks:
+                    sink._learn_limits()
                 self.rollback(reseek=reseek)
                 return False
+            self._txn_ok = True
             source.last_commit_seconds = time.perf_counter() - start
             if source._metrics is not None:
                 source._metrics.committed(
@@ -1233,7 +1943,7 @@ class KafkaSync:
                 )
             producer.begin_transaction()
             for sink in self._sinks:
-                sink._futures.clear()
+                sink._discard_pending()
             self._committed = dict(offsets)
             if has_delta:
                 self.seq += 1
@@ -1252,7 +1962,7 @@ class KafkaSync:
             for tp in self._partitions:
                 high = self._consumer.highwater(tp)
                 if high is not None:
-                    lag += max(0, high - self._consumer.position(tp))
+                    lag += max(0, high - self._consumer.position(tp, timeout_ms=self._call_ms))
             metrics.sync_lag.set(lag)
         engine = self._engine
         durable = engine is not None and engine.checkpointer is not None
@@ -1276,37 +1986,93 @@ class KafkaSync:
         except Exception as exc:  # closing: the restart or the next owner redoes the work
             _log.warning("last sync on stop failed: %s", exc)
 
+    def _recoverable(self, exc: KafkaError) -> bool:
+        """Whether a fenced producer may be replaced instead of ending the daemon.
+
+        The coordinator fences a producer whose transaction it aborted after
+        ``transaction_timeout_ms`` (a long broker outage), as it fences one replaced by
+        another process with the same transactional id. A producer that has committed a
+        transaction was working: it is replaced once. One fenced before its first commit
+        is not: another process holds the id, and this one stops (so two processes
+        with one worker id cannot fence each other in turn for ever).
+        """
+        if not isinstance(exc, (ProducerFencedError, InvalidProducerEpochError)):
+            return False
+        if not self._txn_ok:
+            return False
+        trouble.report(
+            f"fenced:{self.worker_id}",
+            f"the transactional producer of worker {self.worker_id!r} was fenced ({exc!r}): "
+            "the coordinator aborted its transaction (an outage longer than "
+            "transaction_timeout_ms?); rolling back and starting a new producer",
+        )
+        return True
+
+    def _drop_producer(self) -> None:
+        """Close the producer (bounded) and forget it: the next use creates a new one."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            producer.close(timeout=5)
+        except KafkaError as exc:
+            _log.warning("closing the transactional producer: %r", exc)
+
     def rollback(self, *, reseek: bool) -> None:
         """Drop everything since the last committed transaction: model, outputs, positions."""
         self.rollbacks += 1
         if self.source._metrics is not None:
             self.source._metrics.rollbacks.inc()
         if self._producer is not None:
+            producer = self._producer
             try:
-                self._producer.abort_transaction()
-                self._producer.begin_transaction()
+                bounded(
+                    producer.abort_transaction,
+                    self._txn_seconds,
+                    f"aborting the transaction of worker {self.worker_id!r}",
+                    SourceError,
+                )
+                producer.begin_transaction()
             except KafkaError as exc:
-                _log.warning("aborting the transaction failed (%s); a new producer fences it", exc)
-                try:
-                    self._producer.close(timeout=5)
-                finally:
-                    self._producer = None
+                if _fatal(exc) and not self._recoverable(exc):
+                    raise SourceError(
+                        f"aborting the transaction of worker {self.worker_id!r} failed for "
+                        f"good: {exc!r}; exiting so that a supervisor restarts from the last "
+                        "snapshot"
+                    ) from exc
+                _log.warning("aborting the transaction failed (%r); a new producer fences it", exc)
+                self._drop_producer()
         for sink in self._sinks:
-            sink._futures.clear()
+            sink._discard_pending()
         if self._engine is not None and self._tracker is not None:
             self._refresh_main(keep_local=False)
         self._committed = {}
         self.source._reset_positions(reseek=reseek)
 
     def close(self) -> None:
-        """Close the sync consumer and the producer (an open transaction is aborted)."""
-        self._consumer.close(autocommit=False)
+        """Close the sync consumer and the producer (an open transaction is aborted by the
+        broker, or fenced by the next instance), each within a bounded time."""
+        try:
+            self._consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
+        except KafkaError as exc:
+            _log.warning("closing the sync consumer: %r", exc)
         if self._producer is not None:
-            self._producer.close(timeout=5)
+            producer, self._producer = self._producer, None
+            try:
+                producer.close(timeout=5)
+            except KafkaError as exc:
+                _log.warning("closing the transactional producer: %r", exc)
 
 
 #: Longest a sync waits to read the sync topic back to its end (its own delta included).
 _SYNC_READ_SECONDS = 2.0
+
+
+def _transaction_call_seconds(delivery_timeout_ms: int) -> float:
+    """Bound of a transactional call: ``commit_transaction`` first flushes the records
+    (up to the delivery timeout), and a coordinator restarting with its broker needs
+    time to load the transaction log; at least a minute."""
+    return max(delivery_timeout_ms / 1000.0 + 10.0, 60.0)
 
 
 def _transaction_timeout_ms(interval: float) -> int:
@@ -1381,6 +2147,28 @@ class _KafkaMetrics:
             "Returns to the last committed transaction (rebalance or failed transaction).",
             registry=registry,
         )
+        self.commit_failures = Counter(
+            "stream_nb_kafka_commit_failures_total",
+            "Offset commits that failed (the next snapshot's commit covers them).",
+            registry=registry,
+        )
+        roles = ("role",)
+        self.shrunk = Counter(
+            "stream_nb_kafka_records_shrunk_total",
+            "Records too large for their topic sent in a smaller form (a dead letter with "
+            "a payload prefix or none, a prediction without log_proba), by role.",
+            roles,
+            registry=registry,
+        )
+        self.dropped = Counter(
+            "stream_nb_kafka_records_dropped_total",
+            "Records too large for their topic in every form, dropped, by role.",
+            roles,
+            registry=registry,
+        )
+        for role in ("predictions", "dead_letters"):
+            self.shrunk.labels(role=role)
+            self.dropped.labels(role=role)
         for event in ("assigned", "revoked", "lost"):
             self.rebalances.labels(event=event)
 
@@ -1408,6 +2196,18 @@ class _KafkaMetrics:
                 )
 
 
+#: The metrics of each registry, shared by the connectors that publish on it.
+_REGISTRIES: weakref.WeakKeyDictionary[Any, _KafkaMetrics] = weakref.WeakKeyDictionary()
+
+
+def _metrics_for(registry: Any) -> _KafkaMetrics:
+    """The ``stream_nb_kafka_*`` metrics on ``registry`` (registered once)."""
+    metrics = _REGISTRIES.get(registry)
+    if metrics is None:
+        metrics = _REGISTRIES[registry] = _KafkaMetrics(registry)
+    return metrics
+
+
 # ---------------------------------------------------------------- URL factories
 def _bind(connector: Any, options: Mapping[str, Any]) -> None:
     metrics = options.get("metrics")
@@ -1418,6 +2218,8 @@ def _bind(connector: Any, options: Mapping[str, Any]) -> None:
 def open_kafka_source(url: str, options: Mapping[str, Any]) -> KafkaSource:
     """``kafka://h:p/topic[,topic]?group_id=...`` as a :class:`KafkaSource`."""
     servers, topics, query = parse_kafka_url(url)
+    if options.get("reset_state"):
+        query.setdefault("reset_state", True)
     source = KafkaSource(servers, topics, **query)
     _bind(source, options)
     return source
@@ -1430,7 +2232,9 @@ def open_kafka_sink(url: str, options: Mapping[str, Any]) -> KafkaSink:
     if len(topics) != 1:
         raise ConfigError(f"a Kafka sink writes one topic, got {topics} in {url!r}")
     cls = KafkaDeadLetterSink if options.get("role") == "dead_letters" else KafkaSink
-    return cls(servers, topics[0], **query)
+    sink = cls(servers, topics[0], **query)
+    _bind(sink, options)
+    return sink
 
 
 def _register() -> None:

@@ -465,6 +465,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _flag(
         g,
+        "--reset-state",
+        switch=True,
+        help="accept starting a new, empty model where saved state is missing (e.g. a Kafka "
+        "group with committed offsets but no snapshot in --checkpoint-dir)",
+    )
+    _flag(
+        g,
         "--checkpoint-every",
         type=_positive_int,
         metavar="N",
@@ -503,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
         g,
         "--report",
         metavar="PATH",
-        help="write the final report (JSON) here instead of to stderr ('-': stdout)",
+        help="write the final report (JSON) here ('-': stdout) instead of to stderr "
+        "(to stdout when the predictions go to a file or stderr)",
     )
     _add_log_flags(run)
 
@@ -941,7 +949,11 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         for view in out["report"].values():
             if isinstance(view, dict):
                 view.pop("confusion", None)
-    default_stream = sys.stderr if args.sink in ("-", "stdout") else sys.stdout
+    # The report goes to stderr, unless the predictions go to a file or to stderr:
+    # then stdout is free for it.
+    scheme = args.sink.partition("://")[0] if "://" in args.sink else "file"
+    local = args.sink not in ("-", "stdout") and scheme == "file"
+    default_stream = sys.stdout if local else sys.stderr
     _emit_report(out, args.report, default_stream)
     return 0
 

@@ -857,8 +857,11 @@ class Engine:
             )
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
         if policy is ErrorPolicy.DEAD_LETTER and self.dead_letters is not None:
+            # The event's key and headers go with it (sinks without keys ignore them).
             self.dead_letters.write(
-                dead_letter_record(record.payload, record.position, reason, message)
+                dead_letter_record(record.payload, record.position, reason, message),
+                key=record.key,
+                headers=list(record.headers) if record.headers else None,
             )
         if self.metrics is not None:
             self.metrics.record_dead_letter(reason)
@@ -1206,7 +1209,7 @@ class Engine:
                     key = record.key
                     if key is None and eid is not None:
                         key = str(eid).encode()
-                    write(line, key=key)
+                    write(line, key=key, headers=list(record.headers) if record.headers else None)
                 else:
                     emit(line)
                 n_pred += 1
@@ -1391,10 +1394,14 @@ class Engine:
                 lines = [dumps_exact(o, option=option) for o in out]
             if getattr(sink, "uses_keys", True):
                 for i, line in enumerate(lines):
-                    key = None if records is None else records[i].key
+                    key = headers = None
+                    if records is not None:
+                        record = records[i]
+                        key = record.key
+                        headers = list(record.headers) if record.headers else None
                     if key is None and ids is not None and ids[i] is not None:
                         key = str(ids[i]).encode()
-                    sink.write(line, key=key)
+                    sink.write(line, key=key, headers=headers)
             else:
                 sink.write_many(lines)
         return log_probas
@@ -1731,7 +1738,9 @@ class Engine:
                     key = record.key
                     if key is None and eid is not None:
                         key = str(eid).encode()
-                    self.sink.write(line, key=key)
+                    self.sink.write(
+                        line, key=key, headers=list(record.headers) if record.headers else None
+                    )
                 else:
                     lines.append(line)
                 n_pred += 1
@@ -1906,8 +1915,7 @@ class Engine:
                 metrics.record_event_latency(seconds)
             metrics.record_batch(
                 consumed=consumed,
-                # blank lines are consumed but have no outcome series
-                outcomes={k: v for k, v in batch_outcomes.items() if v and k != "blank"},
+                outcomes={k: v for k, v in batch_outcomes.items() if v},
                 predictions=n_pred,
                 seconds=time.perf_counter() - batch_start,
                 stage_seconds=stage_seconds,

@@ -501,8 +501,9 @@ def test_engine_run_is_scraped_and_passes_promtool() -> None:
     assert s[("stream_nb_events_consumed_total", ())] == len(items)
     assert s[("stream_nb_events_processed_total", (("outcome", "learned"),))] == len(good)
     assert s[("stream_nb_events_processed_total", (("outcome", "predicted"),))] == 1
-    # the blank line is consumed; whether it is counted under outcome="blank" is the engine's call
-    assert s[("stream_nb_events_processed_total", (("outcome", "blank"),))] in (0, 1)
+    # the blank line is consumed and counted under outcome="blank", as in the run report
+    assert s[("stream_nb_events_processed_total", (("outcome", "blank"),))] == 1
+    assert engine.outcomes["blank"] == 1
     assert s[("stream_nb_events_processed_total", (("outcome", "dead_letter"),))] == 2
     assert s[("stream_nb_dead_letters_total", (("reason", "invalid_json"),))] == 1
     assert s[("stream_nb_dead_letters_total", (("reason", "not_object"),))] == 1

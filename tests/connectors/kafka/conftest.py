@@ -51,6 +51,18 @@ def own_broker() -> Iterator[KafkaBroker]:
 
 
 @pytest.fixture
+def strict_broker() -> Iterator[KafkaBroker]:
+    """A broker of this test's own that, like most production brokers, creates no topic
+    on first use (``auto.create.topics.enable=false``)."""
+    broker = KafkaBroker(config={"auto.create.topics.enable": "false"})
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
 def unique() -> str:
     """A short unique suffix for topic and group names."""
     return uuid.uuid4().hex[:10]

@@ -79,12 +79,16 @@ class KafkaBroker:
 
     ``start()`` formats the storage (first time only) and starts the JVM;
     ``stop()`` terminates it; a stopped broker can be started again on the same
-    ports with its data intact (for broker-restart tests).
+    ports with its data intact (for broker-restart tests). ``config`` overrides
+    ``server.properties`` entries (e.g. ``{"auto.create.topics.enable": "false"}``).
     """
 
-    def __init__(self, jars: Path | None = None, heap: str = "512m") -> None:
+    def __init__(
+        self, jars: Path | None = None, heap: str = "512m", config: dict[str, str] | None = None
+    ) -> None:
         self.jars = jars if jars is not None else jar_dir()
         self.heap = heap
+        self.config = dict(config or {})
         self.port = free_port()
         self.controller_port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix="stream-nb-kafka-"))
@@ -121,6 +125,7 @@ class KafkaBroker:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "true",
             "log.flush.interval.messages": "1",
+            **self.config,
         }
         config = self.workdir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
