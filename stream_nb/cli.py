@@ -461,14 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept starting a new model when --checkpoint-dir holds snapshots but none is "
         "valid, or holds none while the output files already have records: invalid "
         "snapshots are moved aside (*.rejected), the output and dead-letter files are "
-        "truncated, the input is read from its start (a valid snapshot is always restored)",
-    )
-    _flag(
-        g,
-        "--reset-state",
-        switch=True,
-        help="accept starting a new, empty model where saved state is missing (e.g. a Kafka "
-        "group with committed offsets but no snapshot in --checkpoint-dir)",
+        "truncated, the input is read from its start (a valid snapshot is always restored); "
+        "on Kafka, a new model at the group's committed offsets",
     )
     _flag(
         g,
