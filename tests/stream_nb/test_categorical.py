@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_nb import CategoricalNB, ConfigError, Learner
+from stream_nb import CategoricalNB, ConfigError, InvalidEventError, Learner
 
 Event = tuple[dict[str, Any], Hashable, float]
 
@@ -319,11 +319,17 @@ def test_ten_thousand_features_stay_finite() -> None:
 
 def test_extreme_weights_stay_finite() -> None:
     model = CategoricalNB()
-    model.learn_one({"f": "a"}, 0, 1e-300)
-    model.learn_one({"f": "b"}, 1, 1e300)
+    model.learn_one({"f": "a"}, 0, 1e-50)  # the bounds of stream_nb.limits
+    model.learn_one({"f": "b"}, 1, 1e50)
     log_proba = model.predict_log_proba_one({"f": "a"})
     assert all(math.isfinite(v) for v in log_proba.values())
     assert math.fsum(model.predict_proba_one({"f": "a"}).values()) == pytest.approx(1.0)
+    state = model.to_state()
+    for w in (1e-300, 1e300, 1.7976931348623157e308, 5e-324):  # beyond them: rejected
+        with pytest.raises(InvalidEventError, match=r"sample weight w=.* is outside") as exc:
+            model.learn_one({"f": "a"}, 0, w)
+        assert exc.value.reason == "out_of_range"
+    assert model.to_state() == state
 
 
 # ------------------------------------------------------------------ validation
