@@ -174,7 +174,7 @@ def test_textbook_example_by_hand() -> None:
 # ------------------------------------------------------------------ forgetting
 @pytest.mark.parametrize("half_life", [0.05, 1.0])
 def test_half_life_matches_brute_force_across_renormalisation(half_life: float) -> None:
-    """A tiny half-life drives the scale below 1e-150: raw counts are renormalised."""
+    """A tiny half-life drives the scale below 1e-30: raw counts are renormalised."""
     events = random_stream(7, 520 if half_life == 1.0 else 120)
     model = CategoricalNB(alpha=0.01, half_life=half_life)
     renormalised = 0
