@@ -552,9 +552,6 @@ class Learner(abc.ABC):
                 )
             model._scale = scale
             model._stats_from_state(field(state, "stats", "state"))
-            if scale < _RENORMALISE_BELOW:  # (written with a lower threshold)
-                model._rescale(scale)
-                model._scale = 1.0
             if model.max_classes is not None and len(model._class_labels()) > model.max_classes:
                 raise ModelStateError(
                     f"stats: {len(model._class_labels())} classes, more than "
@@ -574,6 +571,9 @@ class Learner(abc.ABC):
             RecursionError,
         ) as exc:
             raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
+        if model._scale < _RENORMALISE_BELOW:  # (a state written with a lower threshold)
+            model._rescale(model._scale)
+            model._scale = 1.0
         return model
 
     def model_size(self) -> dict[str, int]:
