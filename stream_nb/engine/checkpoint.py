@@ -29,7 +29,6 @@ from typing import Any
 
 import orjson
 
-from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import CheckpointError, ConfigError, CorruptCheckpointError
 
 __all__ = ["SNAPSHOT_FORMAT", "SNAPSHOT_VERSION", "Checkpointer", "read_snapshot"]
@@ -92,8 +91,7 @@ def decode_snapshot(data: bytes, *, name: str = "snapshot") -> dict[str, Any]:
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise CorruptCheckpointError(f"{name}: checksum mismatch (corrupted file)")
     try:
-        with collector_paused():  # (a large model's state: millions of small lists)
-            body = orjson.loads(payload)
+        body = orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
         raise CorruptCheckpointError(f"{name}: body is not JSON: {exc}") from exc
     if not isinstance(body, dict):
