@@ -230,9 +230,7 @@ def _informative(model: Learner, top: int | None) -> list[Entry]:
     entries: list[Entry]
     if isinstance(model, NaiveBayes):
         alpha = model.alpha / scale
-        entries = _categorical(
-            stats["gaussian"]["classes"], stats, alpha, model.class_prior, top
-        )
+        entries = _categorical(stats["gaussian"]["classes"], stats, alpha, model.class_prior, top)
         entries += _gaussian(stats["gaussian"], model.var_smoothing, model.class_prior)
     elif isinstance(model, GaussianNB):
         entries = _gaussian(stats, model.var_smoothing, model.class_prior)

@@ -219,7 +219,12 @@ would be the last event); use a half_life of at least 0.02
             f"half_life of at least {MIN_HALF_LIFE:g}"
         )
     if half_life > MAX_HALF_LIFE:
-        shown = f"{half_life!r:.30}" if isinstance(half_life, float) else f"{half_life:.3e}"
+        if isinstance(half_life, float):
+            shown = f"{half_life!r:.30}"
+        elif half_life.bit_length() > 1000:
+            shown = f"an integer of {half_life.bit_length()} bits"
+        else:
+            shown = f"{half_life:.3e}"
         raise ConfigError(
             f"{span}{shown}: beyond {MAX_HALF_LIFE:g} the decay 2^(-1/half_life) is too close "
             "to 1 for a double to hold it (and is exactly 1 near 6e15); use None to disable "

@@ -35,6 +35,7 @@ import stream_nb
 from stream_nb import (
     BernoulliNB,
     ComplementNB,
+    ConfigError,
     GaussianNB,
     InvalidEventError,
     Learner,
@@ -487,3 +488,66 @@ def test_daemon_dead_letters_an_extreme_value_and_restarts_from_its_snapshot(
     assert [orjson.loads(line)["reason"] for line in dead.read_bytes().splitlines()][-1] == (
         "out_of_range"
     )
+
+
+# ---------------------------------------------------------------------- parameters
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
+def test_half_life_is_validated_against_the_computable_range(cls: type[Learner]) -> None:
+    """half_life=0.001 used to pass and then fail every prediction; 2**1100 raised
+    OverflowError. Both now raise ConfigError naming the range and why."""
+    for half_life, why in [
+        (0.001, r"below 0\.02 one event decays every earlier one"),
+        (0.0199, r"below 0\.02"),
+        (2**1100, r"beyond 1e\+12 the decay .* too close to 1"),
+        (1e13, r"beyond 1e\+12"),
+    ]:
+        with pytest.raises(ConfigError, match=r"half_life must be in \[0\.02, 1e\+12\]") as exc:
+            make(cls, half_life)
+        assert exc.match(why)
+    for half_life in (0.02, 1e12, 2**39, 500):
+        model = make(cls, half_life)
+        assert model.half_life == half_life and 0.0 < model._gamma < 1.0  # forgetting happens
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"alpha": 1e-101}, r"alpha must be in \[1e-100, 1e\+10\].*got 1e-101"),
+        ({"alpha": 1e11}, r"alpha must be in \[1e-100, 1e\+10\]"),
+        ({"alpha": 10**400}, r"alpha must be in"),
+    ],
+)
+def test_alpha_is_bounded(params: dict[str, Any], match: str) -> None:
+    for cls in (MultinomialNB, BernoulliNB, ComplementNB, NaiveBayes, stream_nb.CategoricalNB):
+        with pytest.raises(ConfigError, match=match):
+            cls(**params)
+
+
+def test_var_smoothing_is_bounded() -> None:
+    for cls in (GaussianNB, NaiveBayes):
+        with pytest.raises(ConfigError, match=r"var_smoothing must be at most 1e\+10"):
+            cls(var_smoothing=1e11)
+        cls(var_smoothing=1e10).learn_one({"a": MAX_VALUE}, 0)
+
+
+def test_a_state_written_with_a_lower_renormalisation_threshold_loads_renormalised() -> None:
+    """Snapshots written while the threshold was 1e-150 may hold a scale below 1e-30: the
+    statistics are renormalised on load (the same model, within the new raw range)."""
+    model = GaussianNB(half_life=50.0)
+    for i in range(40):
+        model.learn_one({"a": float(i % 7), "b": float(i % 3)}, i % 2)
+    state = model.to_state()
+    factor = 1e-100 / state["scale"]
+    state["scale"] = 1e-100  # the same true statistics in raw units 1e100 times larger
+    g = state["stats"]
+    g["classes"] = [[y, w / factor] for y, w in g["classes"]]
+    g["total_weight"] /= factor
+    for table in ("n", "m2"):
+        g[table] = [[v / factor for v in row] for row in g[table]]
+    g["global"][0] = [v / factor for v in g["global"][0]]
+    g["global"][2] = [v / factor for v in g["global"][2]]
+    loaded = Learner.from_state(state)
+    assert loaded._scale == 1.0
+    x = {"a": 2.5, "b": 1.0}
+    for c, v in model.predict_log_proba_one(x).items():
+        assert loaded.predict_log_proba_one(x)[c] == pytest.approx(v, rel=1e-12, abs=1e-12)
