@@ -224,20 +224,21 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
 
 
 def _informative(model: Learner, top: int | None) -> list[Entry]:
+    entries: list[Entry]
+    if isinstance(model, (NaiveBayes, CategoricalNB)):
+        # the categorical stores as the model holds them (a state would copy them twice)
+        labels, present, counts = model._categorical_stats()
+        alpha = model.alpha / model._scale
+        entries = _categorical(labels, present, counts, alpha, model.class_prior, top)
+        if isinstance(model, NaiveBayes):
+            g = model._g_to_state()
+            entries += _gaussian(g, model.var_smoothing, model.class_prior)
+        return _best(entries, top)
     state = model.to_state()
     stats = state["stats"]
     scale = float(state["scale"])
-    entries: list[Entry]
-    if isinstance(model, NaiveBayes):
-        alpha = model.alpha / scale
-        entries = _categorical(stats["gaussian"]["classes"], stats, alpha, model.class_prior, top)
-        entries += _gaussian(stats["gaussian"], model.var_smoothing, model.class_prior)
-    elif isinstance(model, GaussianNB):
+    if isinstance(model, GaussianNB):
         entries = _gaussian(stats, model.var_smoothing, model.class_prior)
-    elif isinstance(model, CategoricalNB):
-        entries = _categorical(
-            stats["class_weight"], stats, model.alpha / scale, model.class_prior, top
-        )
     elif isinstance(model, MultinomialNB):
         entries = _multinomial(stats, model.alpha / scale, model.class_prior, scale, top)
     elif isinstance(model, ComplementNB):
@@ -248,7 +249,12 @@ def _informative(model: Learner, top: int | None) -> list[Entry]:
         entries = _seminaive(stats, model.alpha / scale, top)
     else:
         return []
-    entries.sort(key=lambda e: -e["score"])  # stable: ties in learning order
+    return _best(entries, top)
+
+
+def _best(entries: list[Entry], top: int | None) -> list[Entry]:
+    """The ``top`` best entries (all with ``None``), best first, ties in learning order."""
+    entries.sort(key=lambda e: -e["score"])  # stable
     return entries if top is None else entries[:top]
 
 
@@ -304,15 +310,19 @@ def _scored(labels: Sequence[Hashable], class_prior: Mapping[Hashable, float] | 
 
 
 def _categorical(
-    class_pairs: Any, stats: Mapping[str, Any], alpha: float, class_prior: Any, top: int | None
+    labels: Sequence[Hashable],
+    present: Mapping[Any, Mapping[Hashable, float]],
+    counts: Mapping[Any, Mapping[Hashable, Mapping[Hashable, float]]],
+    alpha: float,
+    class_prior: Any,
+    top: int | None,
 ) -> list[Entry]:
-    """``categorical`` entries from CategoricalNB-layout statistics (``present``, ``counts``):
-    the ``top`` best (all with ``None``), best first, ties in learning order."""
-    scored = _scored([decode_key(y) for y, _ in class_pairs], class_prior)
+    """``categorical`` entries from CategoricalNB-layout stores (``N_{y,i}``,
+    ``N_{y,i,v}``): the ``top`` best (all with ``None``), best first, ties in learning
+    order."""
+    scored = _scored(labels, class_prior)
     if len(scored) < 2:
         return []
-    present = _tree(stats["present"], depth=2)
-    counts = _tree(stats["counts"], depth=3)
     log = _log
     columns = range(len(scored))
     found = []  # (log ratio, feature, value, hi, lo): entries are built for the best only
@@ -553,7 +563,9 @@ def _mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
 def _seminaive(stats: Mapping[str, Any], alpha: float, top: int | None) -> list[Entry]:
     store = stats["store"]
     nb = store["nb"]
-    entries = _categorical(nb["class_weight"], nb, alpha, None, top)
+    labels = [decode_key(y) for y, _ in nb["class_weight"]]
+    present, counts = _tree(nb["present"], depth=2), _tree(nb["counts"], depth=3)
+    entries = _categorical(labels, present, counts, alpha, None, top)
     if not entries:
         return entries
     mi = _mutual_information(store)

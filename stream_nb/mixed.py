@@ -171,6 +171,11 @@ class NaiveBayes(_GaussianStats, Learner):
     def _n_features(self) -> int:
         return len(self._fidx) + len(self._present)
 
+    def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
+        """The labels and the categorical stores as held (raw units, not copies: read
+        only), for :mod:`stream_nb.informative`, as :class:`~stream_nb.CategoricalNB`."""
+        return list(self._labels), self._present, self._counts
+
     def _bucket_columns(
         self, features: Sequence[Hashable], columns: list[Sequence[Any]]
     ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
