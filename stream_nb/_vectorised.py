@@ -27,7 +27,10 @@ the log posteriors; the tests ask for 1e-9). Anything unusual returns
 ``None`` and the caller runs the per-event loop: forgetting (``half_life``),
 fixed class priors, a label not learned before the batch, events with other
 keys than the learned features, missing (``None``) or non-numeric values,
-classes without statistics for some feature, all-constant features.
+values beyond ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
+(:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
+the batch whose squares leave the double range, classes without statistics
+for some feature, all-constant features.
 """
 
 from __future__ import annotations
@@ -412,14 +415,14 @@ def gaussian_predict_learn_columns(
             ).reshape(-1, n_classes)
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
+    if not np.isfinite(jll).all():
+        return None  # (a score beyond the double range: the per-event path)
     top, best = _row_max_argmax(jll.T)
     log_total = np.log(_row_sum(np.exp(jll - top[None, :]).T))
     if np.abs(top).max() < ABSORB:
         log_proba = (jll - (top + log_total)[None, :]).T  # B × K (a view of the K × B array)
     else:  # (see stream_nb.base.ABSORB)
         log_proba = ((jll - top[None, :]) - log_total[None, :]).T
-    if not np.isfinite(jll).all():
-        return None  # (a score beyond the double range: the per-event path)
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
