@@ -562,12 +562,12 @@ class _GaussianStats:
         out: dict[Hashable, float] = {}
         if len(scores) == 2:
             a, b = scores
-            top, tail = (a, _log1p(_exp(b - a))) if a >= b else (b, _log1p(_exp(a - b)))
-            if -ABSORB < top < ABSORB:
-                lse = top + tail
+            lse = a + _log1p(_exp(b - a)) if a >= b else b + _log1p(_exp(a - b))
+            if -ABSORB < lse < ABSORB:
                 out[labels[0]] = a - lse
                 out[labels[1]] = b - lse
             else:  # (see stream_nb.base.ABSORB)
+                top, tail = (a, _log1p(_exp(b - a))) if a >= b else (b, _log1p(_exp(a - b)))
                 out[labels[0]] = (a - top) - tail
                 out[labels[1]] = (b - top) - tail
             return out
@@ -611,14 +611,15 @@ class _GaussianStats:
             return None  # NaN, ±inf or beyond ±MAX_VALUE (or Σ|x| beyond it): general path
         log2 = _log2
         alpha = self._prior_alpha / self._scale  # α in raw units, see Learner
-        if not alpha and 0.0 in cw:
-            return None  # a class whose weight decayed to 0 is not scored: general path
         den = self._total + len(cw) * alpha
         out: list[float] = []
         mx = self._maxvar
         if mx <= 0.0:  # every feature constant so far: equal terms for all classes
-            for _, k, lp in self._scored:
-                out.append(log2((cw[k] + alpha) / den) * _LN2 if lp is None else lp)
+            try:
+                for _, k, lp in self._scored:
+                    out.append(log2((cw[k] + alpha) / den) * _LN2 if lp is None else lp)
+            except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed
+                return None  # to 0 is not scored (the general path leaves it out)
             return out
         eps = self.var_smoothing * mx
         if eps < _MIN_EPSILON:
@@ -659,6 +660,8 @@ class _GaussianStats:
                 out.append(lp + const - 0.5 * (p * _LN2 + q))
         except TypeError:  # None or a non-number: the general path says which
             return None
+        except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed to
+            return None  # 0 is not scored (the general path leaves it out)
         return out
 
     def _g_jll_general(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
