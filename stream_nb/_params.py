@@ -8,6 +8,7 @@ from typing import Any
 
 from stream_nb._exceptions import ConfigError
 from stream_nb._state import LABEL_TYPES
+from stream_nb.limits import MAX_ALPHA, MIN_ALPHA
 
 __all__ = [
     "check_alpha",
@@ -22,23 +23,35 @@ _log = math.log
 
 
 def check_alpha(alpha: Any, name: str = "alpha") -> float:
-    """A smoothing constant: positive and finite (``log(0)`` would follow from 0)."""
+    """A smoothing constant in ``[MIN_ALPHA, MAX_ALPHA]`` of :mod:`stream_nb.limits`
+    (``log(0)`` would follow from 0)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise ConfigError(f"{name} must be a positive number, got {alpha!r}")
-    if not (alpha > 0 and math.isfinite(alpha)):
+    if not 0 < alpha < math.inf:  # (no float(): an int of any size compares exactly)
         raise ConfigError(
             f"{name} must be positive and finite, got {alpha!r}; for almost no smoothing "
             f"use a small value such as {name}=1e-10 (0 would give log(0) for unseen values)"
         )
+    if not MIN_ALPHA <= alpha <= MAX_ALPHA:
+        raise ConfigError(
+            f"{name} must be in [{MIN_ALPHA:g}, {MAX_ALPHA:g}], the range the model computes "
+            f"with in floating point, got {alpha!r}; for almost no smoothing use "
+            f"{name}={MIN_ALPHA:g}"
+        )
     return float(alpha)
 
 
-def check_nonneg(value: Any, name: str) -> float:
-    """A non-negative finite number."""
+def check_nonneg(value: Any, name: str, maximum: float | None = None) -> float:
+    """A non-negative finite number (at most ``maximum`` if given)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
-    if not (value >= 0 and math.isfinite(value)):
+    if not 0 <= value < math.inf:
         raise ConfigError(f"{name} must be non-negative and finite, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(
+            f"{name} must be at most {maximum:g} (the range the model computes with in "
+            f"floating point), got {value!r}"
+        )
     return float(value)
 
 

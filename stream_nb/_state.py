@@ -338,15 +338,26 @@ def read_pairs(
     for i, item in enumerate(items):
         if not isinstance(item, list) or len(item) != 2:
             raise _fail(f"{where}[{i}]", f"must be a [key, value] pair, got {_show(item)}")
+        # The readers are pure: they run with ``where`` itself, and only when one fails
+        # again with the item's own field name (no string is built per item: O(size)
+        # with a small constant on large states).
         try:
-            k = key(item[0], f"{where}[{i}]")
-        except ValueError as exc:  # a malformed tag
-            if isinstance(exc, ModelStateError):
-                raise
-            raise _fail(f"{where}[{i}]", str(exc)) from None
+            k = key(item[0], where)
+        except ValueError:
+            try:
+                k = key(item[0], f"{where}[{i}]")
+            except ValueError as exc:  # a malformed tag
+                if isinstance(exc, ModelStateError):
+                    raise
+                raise _fail(f"{where}[{i}]", str(exc)) from None
+            raise  # pragma: no cover - a reader that fails only once
         if k in out:
             raise _fail(f"{where}[{i}]", f"duplicate key {k!r}")
-        out[k] = value(item[1], f"{where}[{k!r}]")
+        try:
+            out[k] = value(item[1], where)
+        except ValueError:
+            out[k] = value(item[1], f"{where}[{k!r}]")
+            raise  # pragma: no cover - a reader that fails only once
     return out
 
 

@@ -42,14 +42,16 @@ from stream_nb._state import (
 )
 from stream_nb._stores import OTHER, add_scaled, n_real, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.base import Learner
+from stream_nb.limits import MAX_VALUE, value_out_of_range
 
 __all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
 
 _INF = math.inf
 
 
-def _bad_count(x: Mapping[str, Any]) -> InvalidEventError:
-    """The error for the first token of ``x`` whose count is not a valid count."""
+def _bad_count(x: Mapping[str, Any]) -> InvalidEventError | None:
+    """The error for the first token of ``x`` whose count is not a valid count
+    (``None``: every count is valid, only their sum is beyond ``MAX_VALUE``)."""
     for token, value in x.items():
         if isinstance(value, bool):
             continue
@@ -70,6 +72,10 @@ def _bad_count(x: Mapping[str, Any]) -> InvalidEventError:
                 f"token {token!r} has infinite count {value!r}; counts must be finite",
                 reason="non_finite",
             )
+        if value > MAX_VALUE:  # type: ignore[operator] # (a Real)
+            return value_out_of_range(token, value, "count")
+    if all(isinstance(v, Real) for v in x.values()):
+        return None
     return InvalidEventError(  # pragma: no cover - only for exotic numeric types
         f"token counts {dict(x)!r} are not valid non-negative finite numbers",
         reason="non_numeric",
@@ -93,8 +99,9 @@ def check_counts(x: Mapping[str, Any]) -> float:
     Raises
     ------
     InvalidEventError
-        ``reason="non_numeric"`` (not a number, or NaN), ``"negative_count"`` or
-        ``"non_finite"``, naming the token.
+        ``reason="non_numeric"`` (not a number, or NaN), ``"negative_count"``,
+        ``"non_finite"`` or ``"out_of_range"`` (a count beyond
+        :data:`~stream_nb.limits.MAX_VALUE`), naming the token.
 
     Examples
     --------
@@ -119,18 +126,22 @@ def count_stats(x: Mapping[str, Any]) -> tuple[float, float]:
     if not x:
         return 0.0, 0.0
     values = x.values()
+    total = smallest = None
     try:
         total = sum(values)
         smallest = min(values)
         if (
-            total < _INF
+            total <= MAX_VALUE  # (so is every count: each is at most the sum)
             and smallest >= 0
             and (type(total) in (int, float) or isinstance(total, Real))
         ):
             return total, smallest
-    except TypeError:
+    except (TypeError, OverflowError):  # (a float plus an int past the double range)
         pass
-    raise _bad_count(x)
+    error = _bad_count(x)
+    if error is not None:
+        raise error
+    return total, smallest  # type: ignore[return-value] # (a sum beyond MAX_VALUE)
 
 
 def _bad_binary(token: str, value: Any, threshold: float | None) -> InvalidEventError:

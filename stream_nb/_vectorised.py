@@ -27,7 +27,10 @@ the log posteriors; the tests ask for 1e-9). Anything unusual returns
 ``None`` and the caller runs the per-event loop: forgetting (``half_life``),
 fixed class priors, a label not learned before the batch, events with other
 keys than the learned features, missing (``None``) or non-numeric values,
-classes without statistics for some feature, all-constant features.
+values beyond ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
+(:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
+the batch whose squares leave the double range, classes without statistics
+for some feature, all-constant features.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb.base import ABSORB
+from stream_nb.limits import MAX_VALUE, MAX_WEIGHT, MIN_VARIANCE, MIN_WEIGHT
 from stream_nb.stats import LOG_2PI
 
 __all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_learn_many"]
@@ -50,7 +55,7 @@ __all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_lear
 MIN_BATCH = 64
 
 #: Same floor as stream_nb.gaussian._MIN_EPSILON (ε never below it).
-_MIN_EPSILON = 1e-300
+_MIN_EPSILON = MIN_VARIANCE
 
 _NUMBERS = frozenset((int, float))
 
@@ -110,7 +115,8 @@ def _sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
     """``np.log(a).sum(axis)`` as ``log(prod(a, axis))``: one logarithm per output instead
     of one per factor (the libm ``log`` is the kernel's costliest operation per
     element). Where a product leaves the normal range the logs are summed instead."""
-    product = np.multiply.reduce(a, axis=axis)
+    with np.errstate(over="ignore", under="ignore"):  # (checked just below)
+        product = np.multiply.reduce(a, axis=axis)
     if product.min() > _PRODUCT_LOW and product.max() < _PRODUCT_HIGH:
         return np.log(product)
     return np.log(a).sum(axis=axis)
@@ -223,8 +229,8 @@ def gaussian_predict_learn_columns(
         x = x.reshape(len(g_cols), b)
     except (OverflowError, ValueError, TypeError):
         return None  # e.g. an int beyond the float range: the per-event path says so
-    if not np.isfinite(x).all():
-        return None
+    if not (np.abs(x) <= MAX_VALUE).all():
+        return None  # NaN, ±inf or out of range: the per-event path rejects those events
     cat_values = [columns[where[f]] for f in categorical]
     if any(len(col) != b for col in cat_values):
         return None
@@ -247,7 +253,7 @@ def gaussian_predict_learn_columns(
     w = np.ones(b)
     if ws is not None:
         w = np.asarray(ws, dtype=np.float64)
-        if len(w) != b or not (np.isfinite(w).all() and (w > 0.0).all()):
+        if len(w) != b or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
             return None  # the per-event path raises the right error
         unit = bool((w == 1.0).all())
     labelled = k_arr >= 0
@@ -414,23 +420,33 @@ def gaussian_predict_learn_columns(
             ).reshape(-1, n_classes)
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
+    if not np.isfinite(jll).all():
+        return None  # (a score beyond the double range: the per-event path)
     top, best = _row_max_argmax(jll.T)
-    lse = top + np.log(_row_sum(np.exp(jll - top[None, :]).T))
-    log_proba = (jll - lse[None, :]).T  # B × K (a view of the K × B array)
+    log_total = np.log(_row_sum(np.exp(jll - top[None, :]).T))
+    if np.abs(top).max() < ABSORB:
+        log_proba = (jll - (top + log_total)[None, :]).T  # B × K (a view of the K × B array)
+    else:  # (see stream_nb.base.ABSORB)
+        log_proba = ((jll - top[None, :]) - log_total[None, :]).T
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
     wk = onehot_kb.sum(axis=1)  # K
     n_end = n0 + wk[None, :]
-    model._n = n_end.T.tolist()
-    model._mean = (mean0 + t1 / n_end).T.tolist()
-    model._m2 = (m20 + t2 - t1 * t1 / n_end).T.tolist()
+    # (M2 is a sum of squares: a difference that rounds below 0 is 0, as per event)
+    m2_end = np.maximum(m20 + t2 - t1 * t1 / n_end, 0.0)
     g1 = gs1[:, -1] + gwd[:, -1]
     g2 = gs2[:, -1] + gwd[:, -1] * gd[:, -1]
     gn_end = gn[:, -1] + wl[-1]
+    gm2_end = np.maximum(gm20 + g2 - g1 * g1 / gn_end, 0.0)
+    if not (np.isfinite(m2_end).all() and np.isfinite(gm2_end).all()):
+        return None  # a batch sum squared past the double range: the per-event path
+    model._n = n_end.T.tolist()
+    model._mean = (mean0 + t1 / n_end).T.tolist()
+    model._m2 = m2_end.T.tolist()
     model._gn = gn_end.tolist()
     model._gmean = (gmean0 + g1 / gn_end).tolist()
-    model._gm2 = (gm20 + g2 - g1 * g1 / gn_end).tolist()
+    model._gm2 = gm2_end.tolist()
     cw_list = model._cw
     total = model._total
     # per class: (label, learned weight); unit weights give exact integer sums

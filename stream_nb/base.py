@@ -86,13 +86,15 @@ from stream_nb._state import (
     read_count,
     read_n_learned,
 )
+from stream_nb.limits import RENORMALISE_BELOW, check_half_life, check_weight
 
-__all__ = ["Learner", "log_softmax", "log_softmax_argmax"]
+__all__ = ["ABSORB", "Learner", "log_softmax", "log_softmax_argmax"]
 
-#: Renormalise raw statistics when the global scale drops below this. 1e-150
-#: keeps raw values below ~1e150 × (true weight), far from float overflow
-#: (1.8e308), while renormalising only every ~500 half-lives.
-_RENORMALISE_BELOW = 1e-150
+#: Renormalise raw statistics when the global scale drops below this: raw values
+#: stay below 1e30 × (true weight), the headroom the numeric range of
+#: :mod:`stream_nb.limits` is computed with, at one O(model) step every ~100
+#: half-lives.
+_RENORMALISE_BELOW = RENORMALISE_BELOW
 
 STATE_FORMAT = "stream-nb/learner"
 STATE_VERSION = 1
@@ -100,6 +102,13 @@ STATE_VERSION = 1
 _exp = math.exp
 _log = math.log
 _NEG_INF = -math.inf
+
+#: Past this magnitude of the top score ``m``, ``m + log Σ exp(v − m)`` would lose
+#: digits of the log-sum (all of it once ``|m| > 2**53 × log K``: every class would
+#: get log-probability 0), so the log-probabilities are computed as
+#: ``(v − m) − log Σ`` instead. Below it the two agree to 2**-32, and the
+#: first form (one subtraction per class) is kept.
+ABSORB = 2.0**20
 
 
 def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
@@ -130,8 +139,11 @@ def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
     total = 0.0
     for v in jll.values():
         total += _exp(v - m)
-    lse = m + _log(total)
-    return {c: v - lse for c, v in jll.items() if v != -math.inf}
+    if -ABSORB < m < ABSORB:
+        lse = m + _log(total)
+        return {c: v - lse for c, v in jll.items() if v != -math.inf}
+    log_total = _log(total)
+    return {c: (v - m) - log_total for c, v in jll.items() if v != -math.inf}
 
 
 def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, float], Hashable]:
@@ -155,8 +167,11 @@ def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, fl
     total = 0.0
     for v in values:
         total += _exp(v - m)
-    lse = m + _log(total)
-    return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
+    if -ABSORB < m < ABSORB:
+        lse = m + _log(total)
+        return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
+    log_total = _log(total)
+    return {c: (v - m) - log_total for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
 class Learner(abc.ABC):
@@ -165,7 +180,8 @@ class Learner(abc.ABC):
     Parameters
     ----------
     half_life
-        ``None`` (default) keeps every event forever. A positive number makes
+        ``None`` (default) keeps every event forever. A number in
+        [0.02, 1e12] (:func:`stream_nb.limits.check_half_life` says why) makes
         statistics decay exponentially: an event's weight halves after
         ``half_life`` further units of learned weight.
     max_classes
@@ -199,16 +215,7 @@ class Learner(abc.ABC):
         max_classes: int | None = None,
         max_features: int | None = None,
     ) -> None:
-        if half_life is not None:
-            if isinstance(half_life, bool) or not isinstance(half_life, (int, float)):
-                raise ConfigError(
-                    f"half_life must be a positive number of events or None, got {half_life!r}"
-                )
-            if not (half_life > 0 and math.isfinite(half_life)):
-                raise ConfigError(
-                    f"half_life must be a positive, finite number of events, got {half_life!r}; "
-                    "use None to disable forgetting"
-                )
+        half_life = check_half_life(half_life)  # the range where forgetting is computable
         self.half_life = half_life
         self._gamma: float | None = None if half_life is None else 0.5 ** (1.0 / half_life)
         self._scale = 1.0
@@ -229,7 +236,9 @@ class Learner(abc.ABC):
             The label: a ``str``, an ``int`` (any size), a ``bool`` or a
             finite ``float``.
         w
-            Sample weight, a positive finite number.
+            Sample weight, a positive finite number within
+            :data:`~stream_nb.limits.MIN_WEIGHT` … :data:`~stream_nb.limits.MAX_WEIGHT`
+            (1e-50 … 1e50).
 
         Raises
         ------
@@ -237,18 +246,21 @@ class Learner(abc.ABC):
             With ``reason="invalid_label"`` (``None``, NaN, a tuple…),
             ``"invalid_features"`` (``x`` not a mapping, a feature name or
             value that a saved state could not hold), ``"too_many_classes"``
-            (a new class beyond ``max_classes``) or a learner-specific reason.
-            The model is left unchanged.
+            (a new class beyond ``max_classes``), ``"out_of_range"`` (``w`` or
+            a number beyond the bounds of :mod:`stream_nb.limits`) or a
+            learner-specific reason. The model is left unchanged.
         """
-        if w != 1.0 and (
-            isinstance(w, bool)
-            or not isinstance(w, (int, float))
-            or not (w > 0.0 and w != math.inf)
-        ):
-            raise ConfigError(
-                f"sample weight w must be positive and finite, got {w!r}; "
-                "pass a number such as 1.0 (the default)"
-            )
+        if w != 1.0:
+            if (
+                isinstance(w, bool)
+                or not isinstance(w, (int, float))
+                or not (w > 0.0 and w != math.inf)
+            ):
+                raise ConfigError(
+                    f"sample weight w must be positive and finite, got {w!r}; "
+                    "pass a number such as 1.0 (the default)"
+                )
+            check_weight(w)  # out_of_range, before anything changes
         # the event: O(1) checks here, feature names and values in the learner
         if x.__class__ is not dict:
             x = check_mapping(x)
@@ -550,6 +562,9 @@ class Learner(abc.ABC):
             RecursionError,
         ) as exc:
             raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
+        if model._scale < _RENORMALISE_BELOW:  # (a state written with a lower threshold)
+            model._rescale(model._scale)
+            model._scale = 1.0
         return model
 
     def model_size(self) -> dict[str, int]:

@@ -17,6 +17,7 @@ __all__ = ["BernoulliNB"]
 _log = math.log
 _log1p = math.log1p
 _fsum = math.fsum
+_INF = math.inf
 
 
 def _check_binarize(value: Any) -> float | None:
@@ -243,6 +244,23 @@ class BernoulliNB(_TokenLearner):
         self._agg = [None] * n_classes
 
     # ------------------------------------------------------------------ prediction
+    def _split_on_terms(
+        self, on: list[str], n_y: list[float], ratio: list[float], alpha: float
+    ) -> list[float]:
+        """The on-word sums of :meth:`_joint_log_likelihood` with two logarithms per term,
+        ``log((c + α) / (N_y − c + α)) + log((N_y + α) / α)``: each factor stays within
+        the double range for every α of :mod:`stream_nb.limits`, their product may not."""
+        acc = [0.0] * len(n_y)
+        counts = self._counts
+        log = _log
+        for feature in on:
+            row = counts.get(feature)
+            if row is not None:
+                for k, c in enumerate(row):
+                    if c:
+                        acc[k] += log((c + alpha) / (n_y[k] - c + alpha)) + log(ratio[k])
+        return acc
+
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         class_weight = self._class_weight
         if not class_weight:
@@ -272,6 +290,8 @@ class BernoulliNB(_TokenLearner):
                 for k, c in enumerate(row):
                     if c:
                         acc[k] += log((c + alpha) * ratio[k] / (n_y[k] - c + alpha))
+        if acc and max(acc) == _INF:  # a product past the double range (α < 1e-50)
+            acc = self._split_on_terms(on, n_y, ratio, alpha)
         vocabulary = len(counts)
         on_words = self._on_words
         agg = self._agg

@@ -142,6 +142,11 @@ class CategoricalNB(Learner):
     def _class_labels(self) -> dict[Hashable, float]:
         return self._class_weight
 
+    def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
+        """The labels and the stores ``N_{y,i}``, ``N_{y,i,v}`` as held (raw units, not
+        copies: read only), for :mod:`stream_nb.informative`."""
+        return list(self._class_weight), self._present, self._counts
+
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         present = self._present
         # checked before anything changes: names new to the model, and value types

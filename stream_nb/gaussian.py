@@ -24,7 +24,8 @@ from stream_nb._exceptions import InvalidEventError
 from stream_nb._gaussian_state import check_gaussian_stats
 from stream_nb._params import check_class_prior, check_nonneg
 from stream_nb._state import check_mapping, encode_key, pairs
-from stream_nb.base import Learner, log_softmax
+from stream_nb.base import ABSORB, Learner, log_softmax
+from stream_nb.limits import MAX_VALUE, MAX_VAR_SMOOTHING, MIN_VARIANCE, value_out_of_range
 from stream_nb.stats import LOG_2PI, chan_merge
 
 __all__ = ["GaussianNB"]
@@ -40,9 +41,12 @@ _BOOL = frozenset((bool,))
 _INF = math.inf
 
 #: Floor of ε when ``var_smoothing × max variance`` is smaller (``var_smoothing=0``
-#: or variances near the float limit): keeps every σ² > 0 so ``(x - μ)² / σ²``
-#: and ``log σ²`` are defined. Far below any variance of data in 1e-150…1e150.
-_MIN_EPSILON = 1e-300
+#: or tiny variances): keeps every σ² ≥ 1e-90, so ``(x - μ)² / σ²`` summed over
+#: an event stays finite for every value within ``MAX_VALUE`` (see
+#: :mod:`stream_nb.limits`). Below the variance of data at any scale above 1e-40.
+_MIN_EPSILON = MIN_VARIANCE
+#: Largest |x| of a value learned or scored (``out_of_range`` beyond).
+_MAX_VALUE = MAX_VALUE
 
 #: The product of σ² over features replaces a sum of logs (one ``log`` per
 #: class instead of one per feature) when no partial product can leave the
@@ -52,21 +56,24 @@ _PRODUCT_FLOOR = 1e-290
 
 
 def _check_number(feature: Hashable, value: Any, hint: str) -> float:
-    """``value`` as a finite float, or :class:`InvalidEventError` ending with ``hint``."""
+    """``value`` as a float within ``±MAX_VALUE``, or :class:`InvalidEventError`
+    (``non_numeric`` ending with ``hint``, ``non_finite`` or ``out_of_range``)."""
     if value.__class__ is bool or not isinstance(value, Real):
         raise InvalidEventError(
             f"feature {feature!r} has non-numeric value {value!r} ({type(value).__name__}); "
             + hint.format(feature=feature),
             reason="non_numeric",
         )
-    number = float(value)
-    if not _isfinite(number):
-        raise InvalidEventError(
-            f"feature {feature!r} has non-finite value {value!r}; send a finite number "
-            "or leave the feature out (None) when it is missing",
-            reason="non_finite",
-        )
-    return number
+    number: Any = value  # (a Real: compared as it is, exactly for an int of any size)
+    if not -_MAX_VALUE <= number <= _MAX_VALUE:
+        if number != number or number in (_INF, -_INF):
+            raise InvalidEventError(
+                f"feature {feature!r} has non-finite value {value!r}; send a finite number "
+                "or leave the feature out (None) when it is missing",
+                reason="non_finite",
+            )
+        raise value_out_of_range(feature, value)
+    return float(value)
 
 
 class _GaussianStats:
@@ -139,6 +146,8 @@ class _GaussianStats:
         max_features: int | None
 
         def _new_features(self, names: list[Any], n_known: int) -> list[Any]: ...
+
+        def _admit(self, n_known: int, new: int = 1) -> int: ...
 
     def _class_labels(self) -> dict[Hashable, int]:
         """The learned classes (for ``max_classes``, see :class:`Learner`)."""
@@ -248,7 +257,9 @@ class _GaussianStats:
         self._scored: list[tuple[Hashable, int, float | None]] = []
         self._scored_labels: list[Hashable] = []
 
-    def _g_add_class(self, y: Hashable) -> int:
+    def _g_add_class(self, y: Hashable, rescore: bool = True) -> int:
+        """Give class ``y`` statistics of weight 0 (O(features)); ``rescore=False``
+        leaves the list of scored classes to the caller, who adds several at once."""
         k = len(self._labels)
         f = len(self._features)
         self._labels.append(y)
@@ -261,27 +272,40 @@ class _GaussianStats:
         self._uniform.append(True)
         self._nlazy.append(False)
         self._missing += f
-        self._g_rebuild_scored()
+        if rescore:
+            self._g_rebuild_scored()
         return k
 
-    def _g_add_feature(self, feature: Hashable) -> int:
+    def _g_add_features(self, features: Sequence[Hashable]) -> None:
+        """Give new features (not learned yet) statistics of weight 0 in every class.
+
+        O(len(features) × classes): every list grows by ``extend``, and ``_order``
+        (the key tuple of dense events) is rebuilt once for the whole batch, so
+        an event with many new features costs O(its features), not O(model) per
+        feature.
+        """
+        if not features:
+            return
         self._g_sync()
         j = len(self._features)
-        self._features.append(feature)
-        self._fidx[feature] = j
-        self._order = (*self._order, feature)
+        self._features.extend(features)
+        fidx = self._fidx
+        for f in features:
+            fidx[f] = j
+            j += 1
+        self._order = tuple(self._features)
         # a new feature has weight 0 everywhere: uniformity survives only where all was 0
         self._uniform = [
             u and (not row or row[0] == 0.0) for u, row in zip(self._uniform, self._n, strict=True)
         ]
         self._guniform = self._guniform and (not self._gn or self._gn[0] == 0.0)
+        zeros = [0.0] * len(features)
         for lst in (*self._n, *self._mean, *self._m2, *self._var):
-            lst.append(0.0)
+            lst.extend(zeros)
         for lst in (self._gn, self._gmean, self._gm2, self._gvar):
-            lst.append(0.0)
-        self._missing += len(self._labels)
-        self._eps_floor = _PRODUCT_FLOOR ** (1.0 / (j + 1))
-        return j
+            lst.extend(zeros)
+        self._missing += len(self._labels) * len(features)
+        self._eps_floor = _PRODUCT_FLOOR ** (1.0 / j)
 
     def _g_rebuild_scored(self) -> None:
         prior = self.class_prior
@@ -317,10 +341,12 @@ class _GaussianStats:
             return self._g_learn_general(x, y, w)
         vals = x.values()
         try:
-            s = sum(vals)
-        except TypeError:  # None or a non-number: the general path says which
-            return self._g_learn_general(x, y, w)
-        if s - s != 0.0 or not _BOOL.isdisjoint(map(type, vals)):
+            s = sum(map(abs, vals))
+        except (TypeError, OverflowError):  # None, a non-number, an int past the double
+            return self._g_learn_general(x, y, w)  # range: the general path says which
+        # NaN, an infinity or a value beyond ±MAX_VALUE (Σ|x| ≥ each |x|): the general
+        # path says which (or, for a sum past MAX_VALUE of values within it, learns it)
+        if not s <= _MAX_VALUE or not _BOOL.isdisjoint(map(type, vals)):
             return self._g_learn_general(x, y, w)
         # Dense event: every learned feature, in order, validated.
         k = self._index.get(y)
@@ -389,6 +415,8 @@ class _GaussianStats:
             d = x_f - m
             m += d * (w / n)  # w/n first: exactly 1 for a first event
             s = s_k[j] + w * d * (x_f - m)
+            if s < 0.0:  # (rounding: μ' may step past x when w/n ≈ 1)
+                s = 0.0
             n_k[j] = n
             m_k[j] = m
             s_k[j] = s
@@ -398,6 +426,8 @@ class _GaussianStats:
             d = x_f - m
             m += d * (w / n)  # w/n first: exactly 1 for a first event
             s = gs[j] + w * d * (x_f - m)
+            if s < 0.0:
+                s = 0.0
             gn_[j] = n
             gm[j] = m
             gs[j] = s
@@ -445,9 +475,8 @@ class _GaussianStats:
         self._cw[k] += w
         self._total += w
         fidx = self._fidx
-        for f, _ in items:
-            if f not in fidx:
-                self._g_add_feature(f)
+        if new:
+            self._g_add_features([f for f, _ in items if f not in fidx])
         if len(items) != len(fidx):
             # some feature gets no weight from this event: weights no longer uniform
             self._uniform[k] = self._guniform = False
@@ -534,8 +563,13 @@ class _GaussianStats:
         if len(scores) == 2:
             a, b = scores
             lse = a + _log1p(_exp(b - a)) if a >= b else b + _log1p(_exp(a - b))
-            out[labels[0]] = a - lse
-            out[labels[1]] = b - lse
+            if -ABSORB < lse < ABSORB:
+                out[labels[0]] = a - lse
+                out[labels[1]] = b - lse
+            else:  # (see stream_nb.base.ABSORB)
+                top, tail = (a, _log1p(_exp(b - a))) if a >= b else (b, _log1p(_exp(a - b)))
+                out[labels[0]] = (a - top) - tail
+                out[labels[1]] = (b - top) - tail
             return out
         if not scores:  # class_prior names none of the learned classes
             return out
@@ -543,6 +577,11 @@ class _GaussianStats:
         total = 0.0
         for v in scores:
             total += _exp(v - top)
+        if not -ABSORB < top < ABSORB:  # (see stream_nb.base.ABSORB)
+            tail = _log2(total) * _LN2
+            for y, v in zip(labels, scores):  # noqa: B905 (same length)
+                out[y] = (v - top) - tail
+            return out
         top += _log2(total) * _LN2
         for y, v in zip(labels, scores):  # noqa: B905 (same length)
             out[y] = v - top
@@ -553,7 +592,8 @@ class _GaussianStats:
 
         ``None`` when the event is not dense (a feature missing, extra or out of
         order, a class without statistics for some feature, a value that is
-        not a finite non-bool number): the general path handles those.
+        not a non-bool number within ``±MAX_VALUE``, a class whose weight
+        decayed to 0): the general path handles those.
 
         Speed notes (measured): ``log2(v) * LN2`` instead of ``log(v)``
         (``math.log`` parses optional arguments), one ``log`` per class for
@@ -563,8 +603,12 @@ class _GaussianStats:
         if not cw or self._missing or tuple(x) != self._order:
             return None
         vals = x.values()
-        if not _BOOL.isdisjoint(map(type, vals)):
-            return None
+        try:
+            s = sum(map(abs, vals))
+        except (TypeError, OverflowError):  # None, a non-number, an int past the double
+            return None  # range: the general path says which
+        if not s <= _MAX_VALUE or not _BOOL.isdisjoint(map(type, vals)):
+            return None  # NaN, ±inf or beyond ±MAX_VALUE (or Σ|x| beyond it): general path
         log2 = _log2
         alpha = self._prior_alpha / self._scale  # α in raw units, see Learner
         den = self._total + len(cw) * alpha
@@ -572,13 +616,10 @@ class _GaussianStats:
         mx = self._maxvar
         if mx <= 0.0:  # every feature constant so far: equal terms for all classes
             try:
-                s = sum(vals)
-            except TypeError:
-                return None
-            if s - s != 0.0:
-                return None
-            for _, k, lp in self._scored:
-                out.append(log2((cw[k] + alpha) / den) * _LN2 if lp is None else lp)
+                for _, k, lp in self._scored:
+                    out.append(log2((cw[k] + alpha) / den) * _LN2 if lp is None else lp)
+            except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed
+                return None  # to 0 is not scored (the general path leaves it out)
             return out
         eps = self.var_smoothing * mx
         if eps < _MIN_EPSILON:
@@ -619,12 +660,9 @@ class _GaussianStats:
                 out.append(lp + const - 0.5 * (p * _LN2 + q))
         except TypeError:  # None or a non-number: the general path says which
             return None
+        except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed to
+            return None  # 0 is not scored (the general path leaves it out)
         return out
-
-    def _g_log_den(self) -> tuple[float, float]:
-        """(α in raw units, log(N + Kα)) for the fitted prior."""
-        alpha = self._prior_alpha / self._scale
-        return alpha, _log(self._total + len(self._cw) * alpha)
 
     def _g_jll_general(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         cw = self._cw
@@ -634,6 +672,11 @@ class _GaussianStats:
         hint = self._NUMERIC_HINT
         fidx = self._fidx
         scored = self._scored
+        alpha = self._prior_alpha / self._scale  # α in raw units, see Learner
+        if not alpha and 0.0 in cw:
+            # log(N_y / N) of a class whose weight decayed (underflowed) to 0 is -inf:
+            # probability 0, the class is left out as log_softmax leaves out -inf
+            scored = [(y, k, lp) for y, k, lp in scored if lp is not None or cw[k] > 0.0]
         ns = self._n
         items: list[tuple[int, float]] = []
         for f, value in x.items():
@@ -644,7 +687,10 @@ class _GaussianStats:
             # a feature counts only if every scored class has statistics for it
             if j is not None and all(ns[k][j] > 0.0 for _, k, _ in scored):
                 items.append((j, number))
-        alpha, log_den = self._g_log_den()
+        if not scored:
+            return {}
+        den = self._total + len(cw) * alpha
+        log_den = _log(den) if den > 0.0 else 0.0  # (0: every class has a fixed prior)
         eps = self._g_epsilon()
         if eps == 0.0:
             items = []
@@ -665,13 +711,13 @@ class _GaussianStats:
     def _g_merge(self, other: _GaussianStats, factor: float) -> None:
         self._g_sync()
         other._g_sync()
-        for y in other._labels:
-            if y not in self._index:
-                self._g_add_class(y)
-        cap = self.max_features
-        for f in other._features:
-            if f not in self._fidx and (cap is None or self._n_features() < cap):
-                self._g_add_feature(f)
+        new_classes = [y for y in other._labels if y not in self._index]
+        for y in new_classes:
+            self._g_add_class(y, rescore=False)
+        if new_classes:
+            self._g_rebuild_scored()
+        fresh = [f for f in other._features if f not in self._fidx]
+        self._g_add_features(fresh[: self._admit(self._n_features(), len(fresh))])
         # other's features past max_features are not learned (-1)
         jmap = [self._fidx.get(f, -1) for f in other._features]
         for ko, y in enumerate(other._labels):
@@ -740,22 +786,28 @@ class _GaussianStats:
         classes, features = check_gaussian_stats(
             stats,
             where,
-            positive_classes=self._prior_alpha == 0.0,
+            positive_classes=False,  # a weight may decay to 0: that class scores nothing
             max_features=self.max_features,
         )
+        # built in one pass, O(classes × features): no per-class or per-feature rebuild
         self._g_init()
-        for label, weight in classes.items():
-            self._g_add_class(label)
-            self._cw[-1] = weight
-        for f in features:
-            self._g_add_feature(f)
+        kk, ff = len(classes), len(features)
+        self._labels = list(classes)
+        self._index = {y: k for k, y in enumerate(self._labels)}
+        self._cw = list(classes.values())
+        self._features = list(features)
+        self._fidx = {f: j for j, f in enumerate(features)}
+        self._order = tuple(features)
         self._total = _finite(stats["total_weight"])
-        kk, ff = len(self._labels), len(self._features)
         self._n = _matrix(stats["n"], kk, ff)
         self._mean = _matrix(stats["mean"], kk, ff)
         self._m2 = _matrix(stats["m2"], kk, ff)
         self._gn, self._gmean, self._gm2 = _matrix(stats["global"], 3, ff)
-        self._g_derive()
+        self._nlazy = [False] * kk
+        if ff:
+            self._eps_floor = _PRODUCT_FLOOR ** (1.0 / ff)
+        self._g_rebuild_scored()
+        self._g_derive()  # variances, ε bookkeeping, missing and uniform flags
 
     def _g_size(self) -> tuple[int, int, int]:
         kk, ff = len(self._labels), len(self._features)
@@ -766,7 +818,10 @@ def _welford(n: float, mean: float, m2: float, x: float, w: float) -> tuple[floa
     n += w
     d = x - mean
     mean += d * (w / n)  # w/n first: the first value is kept exactly
-    return n, mean, m2 + w * d * (x - mean)
+    m2 += w * d * (x - mean)
+    # rounding may step μ' just past x when w/n ≈ 1, making the last term a tiny
+    # negative number: M2 is a sum of squares, never below 0
+    return n, mean, m2 if m2 >= 0.0 else 0.0
 
 
 def _finite(value: Any) -> float:
@@ -841,7 +896,7 @@ class GaussianNB(_GaussianStats, Learner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
+        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
         self.class_prior = check_class_prior(class_prior)
         self._prior_alpha = 0.0
         self._fit_prior = True

@@ -68,6 +68,7 @@ guide, compare within a kind for anything finer.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import combinations
@@ -75,9 +76,9 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import ConfigError
-from stream_nb._state import from_pairs
-from stream_nb._stores import tree_from_pairs
+from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
 from stream_nb.bernoulli import BernoulliNB
 from stream_nb.categorical import CategoricalNB
@@ -86,6 +87,7 @@ from stream_nb.gaussian import _MIN_EPSILON, GaussianNB
 from stream_nb.mixed import NaiveBayes
 from stream_nb.multinomial import MultinomialNB
 from stream_nb.seminaive._base import _Dependence, _SemiNaive, canonical
+from stream_nb.seminaive._store import _log_ratio
 from stream_nb.seminaive.spode import SPODE
 
 __all__ = [
@@ -100,6 +102,15 @@ _log = math.log
 _log1p = math.log1p
 
 Entry = dict[str, Any]
+
+
+def _tree(items: Any, depth: int) -> dict[Hashable, Any]:
+    """A store of ``to_state`` output as nested dicts (the inverse of
+    :func:`stream_nb._stores.tree_to_pairs`). The state is the live model's own, so
+    it is not validated again: O(size) with a small constant."""
+    if depth == 1:
+        return {decode_key(k): v for k, v in items}
+    return {decode_key(k): _tree(v, depth - 1) for k, v in items}
 
 
 # ---------------------------------------------------------------------- formulas
@@ -208,18 +219,26 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
         raise ConfigError(f"top must be an integer >= 0 or None, got {top!r}")
     if top == 0:
         return []
+    with collector_paused():  # (the state of a large model is millions of small lists)
+        return _informative(model, top)
+
+
+def _informative(model: Learner, top: int | None) -> list[Entry]:
+    entries: list[Entry]
+    if isinstance(model, (NaiveBayes, CategoricalNB)):
+        # the categorical stores as the model holds them (a state would copy them twice)
+        labels, present, counts = model._categorical_stats()
+        alpha = model.alpha / model._scale
+        entries = _categorical(labels, present, counts, alpha, model.class_prior, top)
+        if isinstance(model, NaiveBayes):
+            g = model._g_to_state()
+            entries += _gaussian(g, model.var_smoothing, model.class_prior)
+        return _best(entries, top)
     state = model.to_state()
     stats = state["stats"]
     scale = float(state["scale"])
-    entries: list[Entry]
-    if isinstance(model, NaiveBayes):
-        alpha = model.alpha / scale
-        entries = _categorical(stats["gaussian"]["classes"], stats, alpha, model.class_prior)
-        entries += _gaussian(stats["gaussian"], model.var_smoothing, model.class_prior)
-    elif isinstance(model, GaussianNB):
+    if isinstance(model, GaussianNB):
         entries = _gaussian(stats, model.var_smoothing, model.class_prior)
-    elif isinstance(model, CategoricalNB):
-        entries = _categorical(stats["class_weight"], stats, model.alpha / scale, model.class_prior)
     elif isinstance(model, MultinomialNB):
         entries = _multinomial(stats, model.alpha / scale, model.class_prior, scale, top)
     elif isinstance(model, ComplementNB):
@@ -227,10 +246,15 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
     elif isinstance(model, BernoulliNB):
         entries = _bernoulli(stats, model.alpha / scale, model.class_prior, scale, top)
     elif isinstance(model, _SemiNaive):
-        entries = _seminaive(stats, model.alpha / scale)
+        entries = _seminaive(stats, model.alpha / scale, top)
     else:
         return []
-    entries.sort(key=lambda e: -e["score"])  # stable: ties in learning order
+    return _best(entries, top)
+
+
+def _best(entries: list[Entry], top: int | None) -> list[Entry]:
+    """The ``top`` best entries (all with ``None``), best first, ties in learning order."""
+    entries.sort(key=lambda e: -e["score"])  # stable
     return entries if top is None else entries[:top]
 
 
@@ -286,16 +310,22 @@ def _scored(labels: Sequence[Hashable], class_prior: Mapping[Hashable, float] | 
 
 
 def _categorical(
-    class_pairs: Any, stats: Mapping[str, Any], alpha: float, class_prior: Any
+    labels: Sequence[Hashable],
+    present: Mapping[Any, Mapping[Hashable, float]],
+    counts: Mapping[Any, Mapping[Hashable, Mapping[Hashable, float]]],
+    alpha: float,
+    class_prior: Any,
+    top: int | None,
 ) -> list[Entry]:
-    """``categorical`` entries from CategoricalNB-layout statistics (``present``, ``counts``)."""
-    scored = _scored([y for y, _ in class_pairs], class_prior)
+    """``categorical`` entries from CategoricalNB-layout stores (``N_{y,i}``,
+    ``N_{y,i,v}``): the ``top`` best (all with ``None``), best first, ties in learning
+    order."""
+    scored = _scored(labels, class_prior)
     if len(scored) < 2:
         return []
-    present = tree_from_pairs(stats["present"], depth=2)
-    counts = tree_from_pairs(stats["counts"], depth=3)
     log = _log
-    out = []
+    columns = range(len(scored))
+    found = []  # (log ratio, feature, value, hi, lo): entries are built for the best only
     for feature, values in counts.items():
         by_class = present[feature]
         smoothing = len(values) * alpha
@@ -304,21 +334,26 @@ def _categorical(
                 log((value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing))
                 for y in scored
             ]
-            hi = max(range(len(scored)), key=ratios.__getitem__)
-            lo = min(range(len(scored)), key=ratios.__getitem__)
-            log_ratio = ratios[hi] - ratios[lo]
-            out.append(
-                {
-                    "feature": feature,
-                    "kind": "categorical",
-                    "value": value,
-                    "favours": scored[hi],
-                    "against": scored[lo],
-                    "log_ratio": log_ratio,
-                    "score": log_ratio,
-                }
-            )
-    return out
+            hi = max(columns, key=ratios.__getitem__)
+            lo = min(columns, key=ratios.__getitem__)
+            found.append((ratios[hi] - ratios[lo], feature, value, hi, lo))
+    best = heapq.nlargest(top, found, key=_first) if top is not None else found
+    return [
+        {
+            "feature": feature,
+            "kind": "categorical",
+            "value": value,
+            "favours": scored[hi],
+            "against": scored[lo],
+            "log_ratio": log_ratio,
+            "score": log_ratio,
+        }
+        for log_ratio, feature, value, hi, lo in best
+    ]
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]
 
 
 # ---------------------------------------------------------------------- Gaussian
@@ -392,7 +427,7 @@ def _token_table(
     stats: Mapping[str, Any], labels: list[Any]
 ) -> tuple[list[Any], np.ndarray, np.ndarray]:
     """Tokens, their raw counts by class (``len(tokens) × len(labels)``) and all-class totals."""
-    counts = tree_from_pairs(stats["counts"], depth=2)
+    counts = _tree(stats["counts"], depth=2)
     tokens = list(counts)
     table = np.zeros((len(tokens), len(labels)))
     totals = np.zeros(len(tokens))
@@ -507,10 +542,10 @@ def _mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
     """
     nb = store["nb"]
     total = float(nb["total_weight"])
-    present = tree_from_pairs(nb["present"], depth=2)
-    counts = tree_from_pairs(nb["counts"], depth=3)
-    feature_weight = tree_from_pairs(store["feature_weight"], depth=1)
-    value_weight = tree_from_pairs(store["value_weight"], depth=2)
+    present = _tree(nb["present"], depth=2)
+    counts = _tree(nb["counts"], depth=3)
+    feature_weight = _tree(store["feature_weight"], depth=1)
+    value_weight = _tree(store["value_weight"], depth=2)
     out: dict[Hashable, float] = {}
     for f, values in counts.items():
         n_f = feature_weight[f]
@@ -520,15 +555,17 @@ def _mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
             n_v = value_weight[f][v]
             for y, n in value_counts.items():
                 if n > 0.0:
-                    mi += n * _log(n * n_f / (by_class[y] * n_v))
+                    mi += n * _log_ratio(n, n_f, by_class[y], n_v)
         out[f] = mi / total if total > 0 else 0.0
     return out
 
 
-def _seminaive(stats: Mapping[str, Any], alpha: float) -> list[Entry]:
+def _seminaive(stats: Mapping[str, Any], alpha: float, top: int | None) -> list[Entry]:
     store = stats["store"]
     nb = store["nb"]
-    entries = _categorical(nb["class_weight"], nb, alpha, None)
+    labels = [decode_key(y) for y, _ in nb["class_weight"]]
+    present, counts = _tree(nb["present"], depth=2), _tree(nb["counts"], depth=3)
+    entries = _categorical(labels, present, counts, alpha, None, top)
     if not entries:
         return entries
     mi = _mutual_information(store)

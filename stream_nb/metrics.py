@@ -134,6 +134,7 @@ DEAD_LETTER_REASONS: tuple[str, ...] = (
     "invalid_weight",
     "non_finite",
     "negative_count",
+    "out_of_range",
     "too_many_classes",
     "invalid_event",
     "learn_error",

@@ -26,7 +26,8 @@ from stream_nb._state import (
 from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
 from stream_nb.base import Learner
 from stream_nb.categorical import load_categorical, merge_values
-from stream_nb.gaussian import _GaussianStats
+from stream_nb.gaussian import _check_number, _GaussianStats
+from stream_nb.limits import MAX_VAR_SMOOTHING
 
 __all__ = ["NaiveBayes"]
 
@@ -140,7 +141,7 @@ class NaiveBayes(_GaussianStats, Learner):
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
         self.alpha = check_alpha(alpha)
-        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing")
+        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
         self.schema = _check_schema(schema)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
@@ -169,6 +170,11 @@ class NaiveBayes(_GaussianStats, Learner):
 
     def _n_features(self) -> int:
         return len(self._fidx) + len(self._present)
+
+    def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
+        """The labels and the categorical stores as held (raw units, not copies: read
+        only), for :mod:`stream_nb.informative`, as :class:`~stream_nb.CategoricalNB`."""
+        return list(self._labels), self._present, self._counts
 
     def _bucket_columns(
         self, features: Sequence[Hashable], columns: list[Sequence[Any]]
@@ -220,7 +226,11 @@ class NaiveBayes(_GaussianStats, Learner):
             kind = kinds.get(f)
             if kind is None:
                 complete = False  # kind not known yet: the plan cannot be reused
-                if value is None or not learning:
+                if value is None:
+                    continue
+                if not learning:
+                    if _kind_of(value) == GAUSSIAN:  # a number it could not learn is
+                        _check_number(f, value, self._NUMERIC_HINT)  # rejected here too
                     continue  # unknown at prediction time: contributes nothing
                 check_feature_names((f,))
                 kind = _kind_of(value)

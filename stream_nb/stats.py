@@ -81,7 +81,10 @@ def chan_merge(
         return n_b, mean_b, m2_b
     n = n_a + n_b
     delta = mean_b - mean_a
-    return n, mean_a + delta * n_b / n, m2_a + m2_b + delta * delta * n_a * n_b / n
+    between = delta * delta * n_a * n_b / n
+    if between == math.inf:  # δ²·n_a·n_b past the double range, δ²·n_a·n_b/n within it
+        between = delta * delta * (n_a / n) * n_b
+    return n, mean_a + delta * n_b / n, m2_a + m2_b + between
 
 
 def gaussian_log_density(x: float, mean: float, var: float) -> float:

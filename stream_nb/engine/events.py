@@ -54,6 +54,7 @@ REASONS: tuple[str, ...] = (
     "invalid_weight",  # weight is not a positive finite number
     "non_finite",  # NaN, Infinity or a number overflowing a double
     "negative_count",  # a negative value for a learner that needs counts
+    "out_of_range",  # a number or weight beyond the learner's range (stream_nb.limits)
     "too_many_classes",  # a new class beyond the learner's max_classes
     "invalid_event",  # the learner rejected the event (InvalidEventError without a code)
     "learn_error",  # learning raised TypeError/ValueError

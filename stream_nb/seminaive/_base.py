@@ -45,7 +45,7 @@ from stream_nb._state import (
 from stream_nb._stores import capped
 from stream_nb.base import Learner
 from stream_nb.seminaive._store import OTHER, Item, Node, PairStore, add_vector, load_vector
-from stream_nb.seminaive.discretise import Discretiser, check_bin_edges
+from stream_nb.seminaive.discretise import Discretiser, check_bin_edges, check_binnable
 
 __all__ = [
     "SIGNIFICANCE_Z",
@@ -208,10 +208,11 @@ class _SemiNaive(Learner):
         schema = self.schema
         for f, v in x.items():
             t = v.__class__
-            if t in CATEGORY_TYPES or (
-                (t is float or t is int) and (schema is None or schema.get(f) != "categorical")
-            ):
-                continue  # None, str, bool, or a number binned as numeric
+            if (t is float or t is int) and (schema is None or schema.get(f) != "categorical"):
+                check_binnable(f, v)  # a number binned as numeric
+                continue
+            if t in CATEGORY_TYPES:
+                continue  # None, str, bool, an int category
             check_categories(x, (f,))
 
     # ------------------------------------------------------------------ encoding
@@ -261,7 +262,11 @@ class _SemiNaive(Learner):
                 if v != v:  # NaN: missing
                     continue
                 raw = v
-                v = disc.learn_value(f, v, weight) if learning else disc.bin_value(f, v)
+                if learning:
+                    v = disc.learn_value(f, v, weight)
+                else:
+                    check_binnable(f, v)
+                    v = disc.bin_value(f, v)
                 if v is None:
                     if pending is not None and raw - raw == 0.0:  # ±inf in warm-up: missing
                         pending[f] = raw
@@ -566,7 +571,7 @@ class _SemiNaive(Learner):
             y = read_label(y, f"{at}[2]")
             if y not in store.classes:
                 raise ModelStateError(f"{at}[2]: unknown class {y!r}")
-            buffered.append([parts, raw, y, read_count(w, f"{at}[3]", positive=True)])
+            buffered.append([parts, raw, y, read_count(w, f"{at}[3]")])
         self._pending = buffered
         self._extra_from_state(stats)
         if self.max_features is not None and self._n_features() > self.max_features:

@@ -548,7 +548,7 @@ class PairStore:
                 nv = vw[v]
                 for y, n in vc.items():
                     if n > 0.0:
-                        mi += n * _log(n * n_f / (by_class[y] * nv))
+                        mi += n * _log_ratio(n, n_f, by_class[y], nv)
             out[f] = mi / total if total > 0 else 0.0
         return out
 
@@ -601,13 +601,24 @@ class PairStore:
                     c = col[vj]
                     for k, n in enumerate(row):
                         if n > 0.0:
-                            g += n * _log(n * t_y[k] / (ctx[k] * c[k]))
+                            g += n * _log_ratio(n, t_y[k], ctx[k], c[k])
             if z is not None:
                 df = sum(t > 0.0 for t in t_y) * (len(nodes) - 1) * (len(col) - 1)
                 if df == 0 or 2.0 * g * scale <= chi2_quantile(df, z):
                     continue
             out[key] = g / total
         return out
+
+
+def _log_ratio(a: float, b: float, c: float, d: float) -> float:
+    """``log(a·b / (c·d))`` for positive weights, also where a product leaves the double
+    range (weights decayed towards 0 by forgetting): then as a sum of logarithms."""
+    den = c * d
+    if den > 0.0:
+        r = a * b / den
+        if 0.0 < r < math.inf:
+            return _log(r)
+    return _log(a) + _log(b) - _log(c) - _log(d)
 
 
 def chi2_quantile(df: int, z: float) -> float:

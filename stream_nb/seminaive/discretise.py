@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from bisect import bisect_right
 from collections.abc import Container, Hashable, Mapping, Sequence
 from typing import Any
@@ -48,12 +49,50 @@ from stream_nb._state import (
     read_mapping,
     read_pairs,
 )
+from stream_nb.limits import value_out_of_range
 
-__all__ = ["Discretiser", "check_bin_edges", "equal_frequency_edges"]
+__all__ = ["Discretiser", "check_bin_edges", "check_binnable", "equal_frequency_edges", "midpoint"]
 
 #: Relative slack when a cumulative weight is compared with a quantile target,
 #: so that sums of unit weights that should hit the target exactly do.
 _CUT_TOLERANCE = 1e-12
+
+#: Largest magnitude of a value that can be binned: cut points are doubles, so an
+#: ``int`` beyond the double range could not have one on its side.
+_MAX_BINNABLE = sys.float_info.max
+
+
+def check_binnable(feature: Hashable, value: float) -> None:
+    """Raise ``InvalidEventError(reason="out_of_range")`` for an ``int`` beyond the double
+    range (every float, and every other int, can be binned).
+
+    Examples
+    --------
+    >>> check_binnable("n", 10**300)
+    >>> check_binnable("n", 10**400)
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.InvalidEventError: feature 'n' has value an integer of 1329 bits, ...
+    """
+    if value.__class__ is int and not -_MAX_BINNABLE <= value <= _MAX_BINNABLE:
+        raise value_out_of_range(feature, value, limit=_MAX_BINNABLE)
+
+
+def midpoint(a: float, b: float) -> float:
+    """``(a + b) / 2`` without overflow, for any two finite numbers within the double range.
+
+    Examples
+    --------
+    >>> midpoint(1.0, 2.0), midpoint(1.7e308, 1.79e308), midpoint(10**308, 1.5e308)
+    (1.5, 1.745e+308, 1.25e+308)
+    """
+    try:
+        m = (a + b) / 2.0
+    except OverflowError:  # (an int sum past the double range)
+        m = math.inf
+    if m - m != 0.0:  # a + b beyond the double range: halve first (exact at that size)
+        m = a / 2.0 + b / 2.0
+    return m
 
 
 def equal_frequency_edges(
@@ -97,7 +136,7 @@ def equal_frequency_edges(
         totals[v] = totals.get(v, 0.0) + w
     distinct = sorted(totals)
     if len(distinct) <= n_bins:
-        return [(a + b) / 2.0 for a, b in itertools.pairwise(distinct)]
+        return [midpoint(a, b) for a, b in itertools.pairwise(distinct)]
     total = math.fsum(totals.values())
     cumulative = list(itertools.accumulate(totals[v] for v in distinct))
     edges: list[float] = []
@@ -108,7 +147,7 @@ def equal_frequency_edges(
             k += 1
         if k == len(distinct) - 1:
             break
-        edge = (distinct[k] + distinct[k + 1]) / 2.0
+        edge = midpoint(distinct[k], distinct[k + 1])
         if not edges or edge > edges[-1]:
             edges.append(edge)
     return edges

@@ -318,14 +318,14 @@ def test_a_subclass_hook_contract() -> None:
         def _size(self) -> tuple[int, int, int]:
             return len(self.counts), 0, len(self.counts)
 
-    model = CountOnly(half_life=1e-3)  # renormalises every few events
+    model = CountOnly(half_life=0.05)  # renormalises every few events
     for i in range(50):
         model.learn_one({}, i % 2)
     assert model.predict_one({}) == 1  # the last event dominates
     assert model.model_size() == {"classes": 2, "features": 0, "stored_counts": 2, "bytes": 200}
     copy_ = Learner.from_state(orjson.loads(orjson.dumps(model.to_state())))
     assert copy_.predict_log_proba_one({}) == model.predict_log_proba_one({})
-    assert repr(copy_) == "CountOnly(half_life=0.001)"
+    assert repr(copy_) == "CountOnly(half_life=0.05)"
 
 
 def test_predict_learn_many_is_predict_then_learn_event_by_event() -> None:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_nb import CategoricalNB, ConfigError, Learner
+from stream_nb import CategoricalNB, ConfigError, InvalidEventError, Learner
 
 Event = tuple[dict[str, Any], Hashable, float]
 
@@ -174,7 +174,7 @@ def test_textbook_example_by_hand() -> None:
 # ------------------------------------------------------------------ forgetting
 @pytest.mark.parametrize("half_life", [0.05, 1.0])
 def test_half_life_matches_brute_force_across_renormalisation(half_life: float) -> None:
-    """A tiny half-life drives the scale below 1e-150: raw counts are renormalised."""
+    """A tiny half-life drives the scale below 1e-30: raw counts are renormalised."""
     events = random_stream(7, 520 if half_life == 1.0 else 120)
     model = CategoricalNB(alpha=0.01, half_life=half_life)
     renormalised = 0
@@ -319,11 +319,17 @@ def test_ten_thousand_features_stay_finite() -> None:
 
 def test_extreme_weights_stay_finite() -> None:
     model = CategoricalNB()
-    model.learn_one({"f": "a"}, 0, 1e-300)
-    model.learn_one({"f": "b"}, 1, 1e300)
+    model.learn_one({"f": "a"}, 0, 1e-50)  # the bounds of stream_nb.limits
+    model.learn_one({"f": "b"}, 1, 1e50)
     log_proba = model.predict_log_proba_one({"f": "a"})
     assert all(math.isfinite(v) for v in log_proba.values())
     assert math.fsum(model.predict_proba_one({"f": "a"}).values()) == pytest.approx(1.0)
+    state = model.to_state()
+    for w in (1e-300, 1e300, 1.7976931348623157e308, 5e-324):  # beyond them: rejected
+        with pytest.raises(InvalidEventError, match=r"sample weight w=.* is outside") as exc:
+            model.learn_one({"f": "a"}, 0, w)
+        assert exc.value.reason == "out_of_range"
+    assert model.to_state() == state
 
 
 # ------------------------------------------------------------------ validation

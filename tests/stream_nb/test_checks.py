@@ -61,7 +61,8 @@ def public_learners() -> list[type[Learner]]:
 
 
 #: "renormalising": a half-life so short that the global scale falls below
-#: 1e-150 within the 120 events, so every learner's ``_rescale`` runs.
+#: 1e-30 (``stream_nb.limits.RENORMALISE_BELOW``) within the 120 events, so every
+#: learner's ``_rescale`` runs.
 VARIANTS = {
     "default": {},
     "half_life": {"half_life": HALF_LIFE},

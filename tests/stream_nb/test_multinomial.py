@@ -151,7 +151,7 @@ def test_matches_brute_force_on_every_prequential_step(params: dict[str, Any]) -
 
 
 def test_forgetting_across_renormalisation() -> None:
-    # half_life=1 drives the global scale below 1e-150 after ~500 events: the
+    # half_life=1 drives the global scale below 1e-30 every ~100 events: the
     # raw statistics are renormalised and must still match the reference.
     events = [(x, y, 1.0) for x, y, _ in token_stream(seed=4, n=700, classes=2)]
     model = MultinomialNB(alpha=0.3, half_life=1.0)
