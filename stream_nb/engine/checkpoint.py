@@ -45,13 +45,13 @@ from typing import Any
 
 import orjson
 
+from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import (
     CheckpointError,
     ConfigError,
     CorruptCheckpointError,
     NewerSnapshotError,
 )
-from stream_nb._bulk import collector_paused
 from stream_nb.engine._json import dumps_exact, loads_exact
 
 __all__ = ["LOCK_NAME", "SNAPSHOT_FORMAT", "SNAPSHOT_VERSION", "Checkpointer", "read_snapshot"]
@@ -131,8 +131,9 @@ def decode_snapshot(data: bytes, *, name: str = "snapshot") -> dict[str, Any]:
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise CorruptCheckpointError(f"{name}: checksum mismatch (corrupted file)")
     try:
+        loads = loads_exact if header.get("wide_ints") is True else orjson.loads
         with collector_paused():
-            body = loads_exact(payload) if header.get("wide_ints") is True else orjson.loads(payload)
+            body = loads(payload)
     except ValueError as exc:  # (orjson.JSONDecodeError is a ValueError)
         raise CorruptCheckpointError(f"{name}: body is not JSON: {exc}") from exc
     if not isinstance(body, dict):
