@@ -67,11 +67,10 @@ from typing import Any
 
 import orjson
 
-import connectors
 import stream_nb
-from connectors.files import FileSink, FileSource
 from stream_nb.base import Learner
 from stream_nb.cli import build_parser
+from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.datasets import agrawal
 from stream_nb.engine import Engine, tune_gc, tune_malloc
 from stream_nb.evaluation import PrequentialEvaluator
@@ -115,9 +114,8 @@ def compile_bytecode() -> None:
     as on this project's machines, Python would compile the ~35 modules from
     source at every start: about 0.1 s of start-up that no installed daemon pays.
     """
-    for package in (stream_nb, connectors):
-        for directory in package.__path__:
-            compileall.compile_dir(directory, quiet=1)
+    for directory in stream_nb.__path__:  # stream_nb.connectors included (a symlink)
+        compileall.compile_dir(directory, quiet=1)
 
 
 def _children_cpu() -> float:

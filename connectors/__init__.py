@@ -6,6 +6,6 @@ Core connectors need no extra dependency; the Kafka connector needs the
 
 from __future__ import annotations
 
-from connectors.base import Record, Sink, Source
+from stream_nb.connectors.base import Record, Sink, Source
 
 __all__ = ["Record", "Sink", "Source"]

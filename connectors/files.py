@@ -35,8 +35,8 @@ import time
 from itertools import accumulate
 from typing import Any
 
-from connectors.base import LineBlock, Record, Sink, Source
 from stream_nb._exceptions import ConfigError, SinkError, SourceError
+from stream_nb.connectors.base import LineBlock, Record, Sink, Source
 
 __all__ = ["FileSink", "FileSource", "StdinSource", "StreamSink"]
 
@@ -194,7 +194,7 @@ class _LineSource(Source):
         return [] if block is None else block.records()
 
     def next_block(self, max_records: int, timeout: float) -> LineBlock | None:
-        """:meth:`next_batch` as one :class:`~connectors.base.LineBlock` (no per-line
+        """:meth:`next_batch` as one :class:`~stream_nb.connectors.base.LineBlock` (no per-line
         :class:`Record`), or ``None`` when nothing came."""
         deadline = time.monotonic() + timeout
         payloads = self._payloads

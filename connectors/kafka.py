@@ -13,9 +13,9 @@ numbers and ``true``/``false`` converted.
 
 At start every connector checks that its topics exist (input, predictions, dead
 letters, model sync) and fails at once naming a missing one, unless
-``create_topics=true`` asks to create it (:func:`~connectors.kafka_client.check_topics`).
+``create_topics=true`` asks to create it (:func:`~stream_nb.connectors.kafka_client.check_topics`).
 
-Delivery (see :mod:`connectors.base`)
+Delivery (see :mod:`stream_nb.connectors.base`)
 -------------------------------------
 * The consumer never auto-commits (``enable_auto_commit=False``) and its reset
   policy is explicit (``auto_offset_reset``, default ``earliest``).
@@ -64,7 +64,7 @@ Staying up
   its supervisor restarts it from the last snapshot: nothing is acknowledged
   (committed) before it is durable, so no event is lost or learned twice.
 * Broker trouble is logged at most once per kind every 30 s, with a count
-  (:data:`~connectors.kafka_client.trouble`); while no broker connection is up
+  (:data:`~stream_nb.connectors.kafka_client.trouble`); while no broker connection is up
   :attr:`KafkaSource.ready` is false.
 
 Examples
@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import re
 import threading
 import time
@@ -90,8 +89,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import orjson
 
-from connectors.base import Record, Sink, Source
-from connectors.kafka_client import (
+from stream_nb._exceptions import ConfigError, SinkError, SourceError, StreamNBError
+from stream_nb.connectors.base import Record, Sink, Source
+from stream_nb.connectors.kafka_client import (
     ClientAdapter,
     TopicInfo,
     bounded,
@@ -103,7 +103,7 @@ from connectors.kafka_client import (
     shrink_prediction,
     trouble,
 )
-from stream_nb._exceptions import ConfigError, SinkError, SourceError, StreamNBError
+from stream_nb.engine.sync import DeltaTracker, defer_binning
 
 try:
     from kafka import (
@@ -132,7 +132,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 __all__ = [
-    "DeltaTracker",
     "KafkaDeadLetterSink",
     "KafkaSink",
     "KafkaSource",
@@ -265,7 +264,7 @@ def _check(
     single_partition: tuple[str, ...] = (),
     error: type[StreamNBError],
 ) -> dict[str, TopicInfo]:
-    """:func:`~connectors.kafka_client.check_topics` with a fresh admin client, bounded.
+    """:func:`~stream_nb.connectors.kafka_client.check_topics` with a fresh admin client, bounded.
 
     A missing topic is a :class:`~stream_nb.ConfigError`; brokers that cannot be
     reached, or answer too slowly, are an ``error``.
@@ -1055,7 +1054,7 @@ class KafkaSink(Sink):
     and ``explain``, listed under ``omitted``; then without the carried headers); if
     none fits, or the broker still rejects it as too large, it is dropped, counted
     (``stream_nb_kafka_records_dropped_total``) and logged. The event's headers are
-    carried up to :data:`~connectors.kafka_client.MAX_CARRIED_HEADER_BYTES`.
+    carried up to :data:`~stream_nb.connectors.kafka_client.MAX_CARRIED_HEADER_BYTES`.
 
     Parameters
     ----------
@@ -1107,7 +1106,7 @@ class KafkaSink(Sink):
             replication_factor=replication,
             error=SinkError,
         )[topic]
-        #: Largest record (as :func:`~connectors.kafka_client.record_bytes` counts) sent
+        #: Largest record (as :func:`~stream_nb.connectors.kafka_client.record_bytes` counts) sent
         #: as it is.
         self.limit = int(options.get("max_request_size", 1_048_576))
         if info.max_message_bytes is not None:
@@ -1354,8 +1353,8 @@ class KafkaDeadLetterSink(KafkaSink):
     ``stream_nb.reason``, ``stream_nb.source.topic``,
     ``stream_nb.source.partition`` and ``stream_nb.source.offset`` (source headers
     of those names are dropped). A rejected payload longer than
-    :data:`~connectors.kafka_client.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
-    with its size and SHA-256 (:func:`~connectors.kafka_client.fit_dead_letter`); a
+    :data:`~stream_nb.connectors.kafka_client.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
+    with its size and SHA-256 (:func:`~stream_nb.connectors.kafka_client.fit_dead_letter`); a
     letter still too large for the topic is sent without its payload, then without
     the event's headers; one that fits in no form is dropped, counted and logged.
     """
@@ -1401,126 +1400,6 @@ class KafkaDeadLetterSink(KafkaSink):
         if headers != own:
             forms.append((bare, own))
         return forms
-
-
-class DeltaTracker:
-    """Keeps the statistics a learner learned since the last :meth:`cut`, for any learner.
-
-    The learner's ``learn_one`` is teed (an instance attribute) into a second
-    learner of the same class and parameters (``learner.clone()``); :meth:`cut`
-    returns that delta with the total weight it learned and starts a new one.
-    :meth:`apply` adds a delta to a model: counts add, Welford moments combine
-    by Chan's formula (:meth:`Learner.merge`). With ``half_life`` the model is
-    first decayed by ``γ^W`` for the delta's weight ``W`` (``γ = 2^(-1/half_life)``)
-    — exactly what learning those events would have done to it — so replaying
-    one worker's deltas in order rebuilds its model exactly.
-
-    Examples
-    --------
-    >>> from stream_nb import CategoricalNB
-    >>> model = CategoricalNB(half_life=3)
-    >>> tracker = DeltaTracker(model)
-    >>> rebuilt = model.clone()
-    >>> for i, (x, y) in enumerate([({"a": 1}, "p"), ({"a": 2}, "q"), ({"a": 1}, "p")]):
-    ...     model.learn_one(x, y)
-    ...     if i != 1:
-    ...         DeltaTracker.apply(rebuilt, *tracker.cut())
-    >>> x = {"a": 1}
-    >>> abs(rebuilt.predict_proba_one(x)["p"] - model.predict_proba_one(x)["p"]) < 1e-12
-    True
-    """
-
-    def __init__(self, learner: Any) -> None:
-        self.learner: Any = learner
-        self.delta: Any = None
-        self.weight = 0.0
-        self.adopt(learner)
-
-    def adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
-        """Track ``learner`` from now on, with an empty delta (or, with ``keep_delta``, the
-        current one: the new learner already holds what it learned)."""
-        if keep_delta:
-            delta, weight = self.delta, self.weight
-        else:
-            delta, weight = learner.clone(), 0.0
-            _delta_bins(learner, delta)
-        learn_main = type(learner).learn_one.__get__(learner)
-        learn_delta = delta.learn_one
-        tracker = self
-        self._in_batch = False
-
-        def learn_one(x: Mapping[str, Any], y: Any, w: float = 1.0) -> None:
-            learn_main(x, y, w)
-            if not tracker._in_batch:
-                learn_delta(x, y, w)
-                tracker.weight += w
-
-        learner.learn_one = learn_one
-        batch = getattr(type(learner), "predict_learn_many", None)
-        if batch is not None:
-            batch_main = batch.__get__(learner)
-
-            def predict_learn_many(xs: Any, ys: Any, ws: Any) -> Any:
-                # A learner's own batch path may bypass learn_one: replay what it learned.
-                tracker._in_batch = True
-                try:
-                    out = batch_main(xs, ys, ws)
-                finally:
-                    tracker._in_batch = False
-                errors = out[2]
-                for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
-                    if y is not None and i not in errors:
-                        learn_delta(x, y, w)
-                        tracker.weight += w
-                return out
-
-            learner.predict_learn_many = predict_learn_many
-        self.learner, self.delta, self.weight = learner, delta, weight
-
-    def cut(self) -> tuple[Any, float]:
-        """``(delta, weight)`` learned since the previous cut; a new delta starts."""
-        delta, weight = self.delta, self.weight
-        self.adopt(self.learner)
-        return delta, weight
-
-    @staticmethod
-    def apply(model: Any, delta: Any, weight: float) -> None:
-        """Add ``delta`` (which learned total weight ``weight``) to ``model`` in place.
-
-        ``model.merge`` is the learner's own: TAN and KDB rebuild their structure from
-        the merged statistics there.
-        """
-        from stream_nb.base import _RENORMALISE_BELOW
-
-        half_life = model.half_life
-        if half_life is not None and weight > 0:
-            # Decay as learning weight W would have: true = raw × scale, so scale *= γ^W.
-            scale = model._scale * 0.5 ** (weight / half_life)
-            if scale < _RENORMALISE_BELOW:
-                model._rescale(scale)
-                scale = 1.0
-            model._scale = scale
-        model.merge(delta)
-
-
-def _delta_bins(learner: Any, delta: Any) -> None:
-    """Semi-naive learners: a delta bins numeric values with the model's frozen cut points
-    and never freezes any of its own; values of features still warming up stay raw in it
-    (pending, with their sample), to be binned by whichever model it is merged into."""
-    source, target = getattr(learner, "_disc", None), getattr(delta, "_disc", None)
-    if source is None or target is None:
-        return
-    for feature, edges in source.edges.items():
-        target.edges.setdefault(feature, list(edges))
-    target.warmup = math.inf
-
-
-def _defer_binning(learner: Any) -> None:
-    """Semi-naive learners under sync: cut points freeze only in the base (the fold of the
-    sync topic), never from one worker's own sample, so every worker uses the same bins."""
-    disc = getattr(learner, "_disc", None)
-    if disc is not None:
-        disc.warmup = math.inf
 
 
 SYNC_FORMAT = "stream-nb/kafka-sync"
@@ -1709,7 +1588,7 @@ class KafkaSync:
 
     def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
         """Make ``learner`` the main model, teeing each learned event into the delta."""
-        _defer_binning(learner)
+        defer_binning(learner)
         if self._tracker is None:
             self._tracker = DeltaTracker(learner)
         else:
@@ -2238,7 +2117,7 @@ def open_kafka_sink(url: str, options: Mapping[str, Any]) -> KafkaSink:
 
 
 def _register() -> None:
-    from connectors.registry import register
+    from stream_nb.connectors.registry import register
 
     register("kafka", source=open_kafka_source, sink=open_kafka_sink)
 

@@ -1,7 +1,7 @@
 """What the Kafka connector needs around kafka-python's producers and consumers.
 
 Needs the ``kafka`` extra (``pip install 'stream-nb[kafka]'``). Kept apart from
-:mod:`connectors.kafka` (sources, sinks, model sync), which uses it:
+:mod:`stream_nb.connectors.kafka` (sources, sinks, model sync), which uses it:
 
 * :func:`bounded` runs a blocking client call with a deadline (kafka-python 3.0's
   transactional calls take none);

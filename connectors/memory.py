@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from connectors.base import Record, Sink, Source
 from stream_nb._exceptions import SinkError, SourceError
+from stream_nb.connectors.base import Record, Sink, Source
 
 __all__ = ["DemoSource", "ListSource", "MemorySink", "demo_generators"]
 

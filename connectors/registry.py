@@ -6,13 +6,13 @@ URL                    as a source                   as a sink
 ``-``                  standard input                standard output
 ``stdout``/``stderr``  —                             standard output / error
 ``file:PATH``, PATH    :class:`FileSource`           :class:`FileSink` (appends)
-``kafka://…``          registered by ``connectors.kafka`` (``stream-nb[kafka]``)
+``kafka://…``          registered by ``stream_nb.connectors.kafka`` (``stream-nb[kafka]``)
 =====================  ============================  ==============================
 
 A factory is called as ``factory(url, options)`` where ``options`` is a dict
 of settings from the CLI (``max_line_bytes``, ``follow``, ``role`` — one of
 ``"source"``, ``"sink"``, ``"dead_letters"`` — ``metrics``, the
-:class:`~stream_nb.metrics.EngineMetrics` or ``None``, and ``reset_state``,
+:class:`~stream_nb.engine.telemetry.EngineMetrics` or ``None``, and ``reset_state``,
 true when ``--reset-state`` accepts starting a new model: a connector that
 can tell that earlier progress exists without a snapshot, e.g. consumer-group
 offsets, refuses to start without it); a factory ignores keys it does not
@@ -25,8 +25,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from connectors.base import Sink, Source
 from stream_nb._exceptions import ConfigError
+from stream_nb.connectors.base import Sink, Source
 
 __all__ = ["open_sink", "open_source", "register", "scheme_of"]
 
@@ -36,7 +36,7 @@ SinkFactory = Callable[[str, Mapping[str, Any]], Sink]
 _SOURCES: dict[str, SourceFactory] = {}
 _SINKS: dict[str, SinkFactory] = {}
 #: Schemes whose connector module registers itself on import, and the extra it needs.
-_LAZY: dict[str, tuple[str, str]] = {"kafka": ("connectors.kafka", "kafka")}
+_LAZY: dict[str, tuple[str, str]] = {"kafka": ("stream_nb.connectors.kafka", "kafka")}
 
 
 def register(
@@ -49,7 +49,7 @@ def register(
 
     Examples
     --------
-    >>> from connectors.memory import ListSource
+    >>> from stream_nb.connectors.memory import ListSource
     >>> register("demo-list", source=lambda url, options: ListSource([b"{}"]))
     >>> type(open_source("demo-list:anything")).__name__
     'ListSource'
@@ -119,7 +119,7 @@ def open_sink(url: str, options: Mapping[str, Any] | None = None, *, role: str =
 
 
 def _file_source(url: str, options: Mapping[str, Any]) -> Source:
-    from connectors.files import FileSource
+    from stream_nb.connectors.files import FileSource
 
     return FileSource(
         _file_path(url),
@@ -129,7 +129,7 @@ def _file_source(url: str, options: Mapping[str, Any]) -> Source:
 
 
 def _stdin_source(url: str, options: Mapping[str, Any]) -> Source:
-    from connectors.files import StdinSource
+    from stream_nb.connectors.files import StdinSource
 
     if options.get("follow"):
         raise ConfigError("follow mode needs a file source, not stdin ('-')")
@@ -137,13 +137,13 @@ def _stdin_source(url: str, options: Mapping[str, Any]) -> Source:
 
 
 def _file_sink(url: str, options: Mapping[str, Any]) -> Sink:
-    from connectors.files import FileSink
+    from stream_nb.connectors.files import FileSink
 
     return FileSink(_file_path(url), fsync=bool(options.get("fsync", True)))
 
 
 def _stream_sink(url: str, options: Mapping[str, Any]) -> Sink:
-    from connectors.files import StreamSink
+    from stream_nb.connectors.files import StreamSink
 
     return StreamSink("stderr" if url == "stderr" else "stdout")
 
@@ -158,7 +158,7 @@ def _demo_source(url: str, options: Mapping[str, Any]) -> Source:
     """``demo:NAME?seed=S&n=N&shape=flat`` — a seeded stream of :mod:`stream_nb.datasets`."""
     from urllib.parse import parse_qs
 
-    from connectors.memory import DemoSource
+    from stream_nb.connectors.memory import DemoSource
 
     rest = url.split(":", 1)[1].lstrip("/")
     name, _, query = rest.partition("?")

@@ -29,9 +29,6 @@ from stream_nb._exceptions import (
     StreamNBError,
 )
 from stream_nb.base import Learner
-from stream_nb.bernoulli import BernoulliNB
-from stream_nb.categorical import CategoricalNB
-from stream_nb.complement import ComplementNB
 from stream_nb.engine import (
     Checkpointer,
     DelayedLabelCache,
@@ -41,22 +38,25 @@ from stream_nb.engine import (
     RunSummary,
 )
 from stream_nb.evaluation import LOG_LOSS_FLOOR, PrequentialEvaluator, bayes_risk_decision
-from stream_nb.gaussian import GaussianNB
-from stream_nb.mixed import NaiveBayes
-from stream_nb.multinomial import MultinomialNB
+from stream_nb.naive_bayes.bernoulli import BernoulliNB
+from stream_nb.naive_bayes.categorical import CategoricalNB
+from stream_nb.naive_bayes.complement import ComplementNB
+from stream_nb.naive_bayes.gaussian import GaussianNB
+from stream_nb.naive_bayes.mixed import NaiveBayes
+from stream_nb.naive_bayes.multinomial import MultinomialNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
 if TYPE_CHECKING:
-    from stream_nb.metrics import EngineMetrics, MetricsServer, serve_metrics
+    from stream_nb.engine.telemetry import EngineMetrics, MetricsServer, serve_metrics
 
 __version__ = "0.1.0"
 
 #: Imported on first use: prometheus-client and http.server cost ~35 ms of start-up,
 #: which a daemon without --metrics-address does not need.
 _LAZY = {
-    "EngineMetrics": "stream_nb.metrics",
-    "MetricsServer": "stream_nb.metrics",
-    "serve_metrics": "stream_nb.metrics",
+    "EngineMetrics": "stream_nb.engine.telemetry",
+    "MetricsServer": "stream_nb.engine.telemetry",
+    "serve_metrics": "stream_nb.engine.telemetry",
 }
 
 

@@ -64,6 +64,7 @@ without smoothing) do not depend on the scale at all.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -88,7 +89,7 @@ from stream_nb._state import (
 )
 from stream_nb.limits import RENORMALISE_BELOW, check_half_life, check_weight
 
-__all__ = ["ABSORB", "Learner", "log_softmax", "log_softmax_argmax"]
+__all__ = ["ABSORB", "Capabilities", "Learner", "log_softmax", "log_softmax_argmax"]
 
 #: Renormalise raw statistics when the global scale drops below this: raw values
 #: stay below 1e30 × (true weight), the headroom the numeric range of
@@ -174,6 +175,28 @@ def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, fl
     return {c: (v - m) - log_total for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a learner class can do or needs, declared on the class (``Learner.capabilities``).
+
+    Tools read these instead of keeping lists of learner names.
+
+    Attributes
+    ----------
+    nonnegative_counts
+        Feature values are counts: the event decoder rejects negative numbers
+        before they reach the learner.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB, MultinomialNB
+    >>> MultinomialNB.capabilities.nonnegative_counts, CategoricalNB.capabilities.nonnegative_counts
+    (True, False)
+    """
+
+    nonnegative_counts: bool = False
+
+
 class Learner(abc.ABC):
     """Base class of every stream-nb learner.
 
@@ -202,6 +225,9 @@ class Learner(abc.ABC):
     """
 
     _registry: ClassVar[dict[str, type[Learner]]] = {}
+
+    #: What this learner class can do or needs (see :class:`Capabilities`).
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -388,6 +414,19 @@ class Learner(abc.ABC):
                 except (InvalidEventError, TypeError, ValueError) as exc:
                     errors[i] = exc
         return log_probas, predictions, errors
+
+    @property
+    def columns_supported(self) -> bool:
+        """Whether :meth:`predict_learn_columns` may be tried for the next batch.
+
+        ``False`` when the class has no column kernel, or while the batch
+        methods are observed on this instance (model sync records every
+        learned event). The engine skips building columns when this is ``False``.
+        """
+        if type(self).predict_learn_columns is Learner.predict_learn_columns:
+            return False
+        observed = vars(self)
+        return "learn_one" not in observed and "predict_learn_many" not in observed
 
     def predict_learn_columns(
         self,

@@ -80,12 +80,12 @@ from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import ConfigError
 from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
-from stream_nb.bernoulli import BernoulliNB
-from stream_nb.categorical import CategoricalNB
-from stream_nb.complement import ComplementNB
-from stream_nb.gaussian import _MIN_EPSILON, GaussianNB
-from stream_nb.mixed import NaiveBayes
-from stream_nb.multinomial import MultinomialNB
+from stream_nb.naive_bayes.bernoulli import BernoulliNB
+from stream_nb.naive_bayes.categorical import CategoricalNB
+from stream_nb.naive_bayes.complement import ComplementNB
+from stream_nb.naive_bayes.gaussian import _MIN_EPSILON, GaussianNB
+from stream_nb.naive_bayes.mixed import NaiveBayes
+from stream_nb.naive_bayes.multinomial import MultinomialNB
 from stream_nb.seminaive._base import _Dependence, _SemiNaive, canonical
 from stream_nb.seminaive._store import _log_ratio
 from stream_nb.seminaive.spode import SPODE
@@ -358,7 +358,7 @@ def _first(item: tuple[Any, ...]) -> Any:
 
 # ---------------------------------------------------------------------- Gaussian
 def _gaussian(g: Mapping[str, Any], var_smoothing: float, class_prior: Any) -> list[Entry]:
-    """``gaussian`` entries from :class:`~stream_nb.gaussian._GaussianStats` state."""
+    """``gaussian`` entries from :class:`~stream_nb.naive_bayes.gaussian._GaussianStats` state."""
     labels = [y for y, _ in g["classes"]]
     ks = [k for k, y in enumerate(labels) if class_prior is None or y in class_prior]
     if len(ks) < 2:

@@ -132,6 +132,6 @@ class RiverClassifier(_river_base.Classifier):
 
     @classmethod
     def _unit_test_params(cls) -> Any:
-        from stream_nb.categorical import CategoricalNB
+        from stream_nb.naive_bayes.categorical import CategoricalNB
 
         yield {"learner": CategoricalNB()}

@@ -47,7 +47,6 @@ from typing import Any
 import numpy as np
 import orjson
 
-from connectors.base import LineBlock, Record, Sink, Source
 from stream_nb._exceptions import (
     CheckpointError,
     ConfigError,
@@ -58,6 +57,7 @@ from stream_nb._exceptions import (
 from stream_nb.base import STATE_VERSION as LEARNER_STATE_VERSION
 from stream_nb.base import Learner
 from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
+from stream_nb.connectors.base import LineBlock, Record, Sink, Source
 from stream_nb.engine._json import dumps_exact, is_wide
 from stream_nb.engine.checkpoint import (
     Checkpointer,
@@ -297,7 +297,7 @@ class Engine:
         ``log_proba`` arguments hold at least the true label's log-probability
         (with more than 64 classes, only that one).
     metrics
-        A :class:`stream_nb.metrics.EngineMetrics`, or ``None``.
+        A :class:`stream_nb.engine.telemetry.EngineMetrics`, or ``None``.
     error_policy
         See :class:`ErrorPolicy`.
     batch_size
@@ -327,7 +327,7 @@ class Engine:
     Examples
     --------
     >>> from stream_nb import CategoricalNB
-    >>> from connectors.memory import ListSource, MemorySink
+    >>> from stream_nb.connectors.memory import ListSource, MemorySink
     >>> sink = MemorySink()
     >>> lines = [b'{"sky": "sun", "y": "play"}', b'{"sky": "sun"}', b'not json']
     >>> engine = Engine(CategoricalNB(), ListSource(lines), sink, dead_letters=MemorySink())
@@ -902,14 +902,7 @@ class Engine:
         skip it for a growing number of batches)."""
         if not self._columns_ok or self.explain or self.error_policy is ErrorPolicy.RAISE:
             return False
-        learner = self.learner
-        wrapped = getattr(learner, "__dict__", {})
-        if (
-            type(learner).predict_learn_columns is Learner.predict_learn_columns
-            # e.g. Kafka model sync wraps these on the instance to see every event
-            or "predict_learn_many" in wrapped
-            or "learn_one" in wrapped
-        ):
+        if not self.learner.columns_supported:
             return False
         if self._columns_skip:
             self._columns_skip -= 1

@@ -41,7 +41,7 @@ from stream_nb.engine._json import is_wide, loads_exact
 __all__ = ["REASONS", "Event", "EventDecoder", "dead_letter_record"]
 
 #: Every reason code a rejected event can carry (bounded: used as a metric label).
-#: The same set as ``stream_nb.metrics.DEAD_LETTER_REASONS``.
+#: The same set as ``stream_nb.engine.telemetry.DEAD_LETTER_REASONS``.
 REASONS: tuple[str, ...] = (
     "invalid_utf8",  # bytes are not UTF-8
     "invalid_json",  # not parseable JSON

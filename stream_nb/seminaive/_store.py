@@ -3,7 +3,7 @@
 Notation of issue #4 (all weights in the raw units of :mod:`stream_nb.base`):
 
 ``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)``
-    Kept by an embedded :class:`~stream_nb.categorical.CategoricalNB` (its
+    Kept by an embedded :class:`~stream_nb.naive_bayes.categorical.CategoricalNB` (its
     ``_class_weight``, ``_total_weight``, ``_present`` and ``_counts``), whose
     scoring is reused as the fallback with the same α.
 ``N_i``
@@ -60,7 +60,7 @@ from stream_nb._stores import (
     tree_to_pairs,
     value_map,
 )
-from stream_nb.categorical import CategoricalNB, load_categorical
+from stream_nb.naive_bayes.categorical import CategoricalNB, load_categorical
 from stream_nb.seminaive._dense import DenseBlock
 
 __all__ = ["OTHER", "PairStore", "add_vector", "chi2_quantile", "load_vector"]
@@ -415,7 +415,7 @@ class PairStore:
     def load_state(self, state: Any, where: str = "stats.store") -> None:
         """Inverse of :meth:`to_state`, validated (O(size)).
 
-        Checks, besides those of :func:`stream_nb.categorical.load_categorical`:
+        Checks, besides those of :func:`stream_nb.naive_bayes.categorical.load_categorical`:
         ``N_i = Σ_y N(y, i)`` and ``N(x_i) = Σ_y N(y, x_i)`` for every
         learned feature and value; pair features learned and at most
         ``max_pair_features``; every pair node of two distinct pair features

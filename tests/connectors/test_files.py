@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-import connectors.files as files
-from connectors.files import FileSink, FileSource, StdinSource, StreamSink
-from connectors.memory import ListSource
-from connectors.registry import open_sink, open_source, register, scheme_of
+import stream_nb.connectors.files as files
 from stream_nb import ConfigError, SinkError, SourceError
+from stream_nb.connectors.files import FileSink, FileSource, StdinSource, StreamSink
+from stream_nb.connectors.memory import ListSource
+from stream_nb.connectors.registry import open_sink, open_source, register, scheme_of
 
 
 def _drain(src, n=7):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.memory import DemoSource, ListSource, MemorySink
 from stream_nb import ConfigError, SinkError, SourceError
+from stream_nb.connectors.memory import DemoSource, ListSource, MemorySink
 from stream_nb.datasets import agrawal
 
 

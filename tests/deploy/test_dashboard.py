@@ -19,8 +19,8 @@ from deploy_helpers import (
 )
 from prometheus_client import CollectorRegistry
 
-from connectors.kafka import _KafkaMetrics
-from stream_nb.metrics import EngineMetrics
+from stream_nb.connectors.kafka import _KafkaMetrics
+from stream_nb.engine.telemetry import EngineMetrics
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 

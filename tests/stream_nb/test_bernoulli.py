@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import stream_nb.bernoulli as bernoulli_module
+import stream_nb.naive_bayes.bernoulli as bernoulli_module
 from stream_nb import BernoulliNB, ConfigError, InvalidEventError, Learner
 
 Event = tuple[dict[str, Any], Hashable, float]

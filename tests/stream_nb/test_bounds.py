@@ -327,7 +327,7 @@ def test_other_bucket_in_a_merge_follows_learning_order() -> None:
 
 
 def test_the_batch_kernel_applies_the_other_bucket() -> None:
-    from stream_nb._vectorised import gaussian_predict_learn_many
+    from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_many
 
     rng = random.Random(3)
     xs = [{"a": rng.random(), "id": f"u{i % 700}"} for i in range(1200)]

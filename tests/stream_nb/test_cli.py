@@ -25,7 +25,7 @@ from stream_nb.cli import build_parser, daemon_params
 from stream_nb.datasets import agrawal, categorical_stream
 from stream_nb.engine.checkpoint import Checkpointer, read_snapshot
 from stream_nb.engine.events import REASONS
-from stream_nb.multinomial import MultinomialNB
+from stream_nb.naive_bayes.multinomial import MultinomialNB
 
 EXE = shutil.which("stream-nb") or str(Path(sys.executable).parent / "stream-nb")
 

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import stream_nb.complement as complement_module
+import stream_nb.naive_bayes.complement as complement_module
 from stream_nb import ComplementNB, ConfigError, InvalidEventError, Learner
 
 Event = tuple[dict[str, Any], Hashable, float]

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
 from stream_nb import ConfigError, GaussianNB, InvalidEventError, Learner
-from stream_nb.gaussian import _MIN_EPSILON
+from stream_nb.naive_bayes.gaussian import _MIN_EPSILON
 
 Event = tuple[dict[str, Any], Hashable, float]
 

@@ -1,4 +1,4 @@
-"""Tests of stream_nb.metrics: a real HTTP server on a free port, real scrapes,
+"""Tests of stream_nb.engine.telemetry: a real HTTP server on a free port, real scrapes,
 ``promtool check metrics`` on the exposition, health/readiness, naming rules."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream_nb import ConfigError, EngineMetrics, PrequentialEvaluator, serve_metrics
-from stream_nb.metrics import (
+from stream_nb.engine.telemetry import (
     CHECKPOINT_FAILURE_REASONS,
     CHECKPOINT_RESULTS,
     DEAD_LETTER_REASONS,
@@ -468,8 +468,8 @@ def test_dead_letter_reasons_are_the_decoders_reasons() -> None:
 def test_engine_run_is_scraped_and_passes_promtool() -> None:
     """The engine's own calls (outcomes, stages, reasons, sampled latency) are all
     accepted and the scraped values are what it processed."""
-    from connectors.memory import ListSource, MemorySink
     from stream_nb import CategoricalNB
+    from stream_nb.connectors.memory import ListSource, MemorySink
     from stream_nb.engine import Engine
 
     good = [

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import stream_nb.multinomial as multinomial_module
+import stream_nb.naive_bayes.multinomial as multinomial_module
 from stream_nb import ConfigError, InvalidEventError, Learner, MultinomialNB
 
 Event = tuple[dict[str, Any], Hashable, float]

@@ -559,8 +559,8 @@ def test_a_state_written_with_a_lower_renormalisation_threshold_loads_renormalis
 
 # ---------------------------------------------------------------------- the engine's two paths
 def _engine_run(lines: list[bytes], make: Any, *, columns: bool) -> tuple[Any, ...]:
-    from connectors.memory import ListSource, MemorySink
     from stream_nb import Engine
+    from stream_nb.connectors.memory import ListSource, MemorySink
 
     learner = make()
     taken = [0]

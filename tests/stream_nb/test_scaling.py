@@ -27,8 +27,8 @@ import pytest
 
 import stream_nb
 from stream_nb import GaussianNB, Learner, NaiveBayes
-from stream_nb.gaussian import _GaussianStats
 from stream_nb.informative import informative_features
+from stream_nb.naive_bayes.gaussian import _GaussianStats
 
 #: Doubling N may multiply the lines run by at most this (2 for a linear cost, plus
 #: constant work that does not halve).

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from stream_nb import GaussianNB, NaiveBayes
-from stream_nb._vectorised import MIN_BATCH, gaussian_predict_learn_many
 from stream_nb.base import Learner
 from stream_nb.datasets import agrawal
+from stream_nb.naive_bayes._vectorised import MIN_BATCH, gaussian_predict_learn_many
 
 TOL = 1e-9
 

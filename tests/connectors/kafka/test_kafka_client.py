@@ -13,7 +13,8 @@ import orjson
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from connectors.kafka_client import (
+from stream_nb import SinkError
+from stream_nb.connectors.kafka_client import (
     DEAD_LETTER_PAYLOAD_BYTES,
     MAX_CARRIED_HEADER_BYTES,
     MAX_CARRIED_HEADERS,
@@ -24,7 +25,6 @@ from connectors.kafka_client import (
     record_bytes,
     shrink_prediction,
 )
-from stream_nb import SinkError
 from stream_nb.engine.events import dead_letter_record
 
 

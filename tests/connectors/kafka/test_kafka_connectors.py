@@ -11,7 +11,8 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from connectors.kafka import (
+from stream_nb import ConfigError
+from stream_nb.connectors.kafka import (
     HEADER_OFFSET,
     HEADER_PARTITION,
     HEADER_REASON,
@@ -21,7 +22,6 @@ from connectors.kafka import (
     KafkaSource,
     parse_kafka_url,
 )
-from stream_nb import ConfigError
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -165,10 +165,10 @@ def test_missing_kafka_python_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['kafka'] = None\n"
         "try:\n"
-        "    import connectors.kafka\n"
+        "    import stream_nb.connectors.kafka\n"
         "except ImportError as exc:\n"
         "    print(exc)\n"
-        "from connectors.registry import open_source\n"
+        "from stream_nb.connectors.registry import open_source\n"
         "try:\n"
         "    open_source('kafka://127.0.0.1:9/t')\n"
         "except Exception as exc:\n"

@@ -10,9 +10,9 @@ import orjson
 import pytest
 from kafka_helpers import assert_close_tree, assert_same_model, canonical
 
-from connectors.kafka import DeltaTracker
 from stream_nb.base import Learner
 from stream_nb.checks import default_factory, suitable_events
+from stream_nb.engine.sync import DeltaTracker
 
 LEARNERS = sorted(Learner._registry.items())
 
@@ -119,14 +119,14 @@ def fold_two_workers(cls: type[Learner], params: dict, events: list, seed: int) 
     of the events and publishes deltas at random points to one ordered "sync topic"; after
     publishing it folds the topic so far into its base and continues from a copy of it.
     Returns both bases and the events in topic order."""
-    from connectors.kafka import _defer_binning
+    from stream_nb.engine.sync import defer_binning
 
     rng = random.Random(seed)
     topic: list = []  # (delta, weight, its events)
     workers: list[dict[str, Any]] = []
     for share in (events[0::2], events[1::2]):
         main = default_factory(cls, **params)()
-        _defer_binning(main)
+        defer_binning(main)
         workers.append(
             {"todo": list(share), "main": main, "tracker": DeltaTracker(main), "learned": []}
         )
@@ -142,7 +142,7 @@ def fold_two_workers(cls: type[Learner], params: dict, events: list, seed: int) 
             DeltaTracker.apply(w["base"], Learner.from_state(delta.to_state()), weight)
         w["folded"] = len(topic)
         main = Learner.from_state(w["base"].to_state())
-        _defer_binning(main)
+        defer_binning(main)
         w["tracker"].adopt(main)
         w["main"] = main
 

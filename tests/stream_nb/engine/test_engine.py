@@ -9,7 +9,6 @@ import math
 import orjson
 import pytest
 
-from connectors.memory import ListSource, MemorySink
 from stream_nb import (
     CategoricalNB,
     Checkpointer,
@@ -23,9 +22,10 @@ from stream_nb import (
     PrequentialEvaluator,
     bayes_risk_decision,
 )
+from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import categorical_stream
 from stream_nb.engine.explain import explain
-from stream_nb.multinomial import MultinomialNB
+from stream_nb.naive_bayes.multinomial import MultinomialNB
 
 
 def _keys(d):
@@ -630,7 +630,7 @@ def test_naive_bayes_numpy_kernel_in_the_engine_equals_the_per_event_path():
 
 @pytest.mark.parametrize("with_ids", [True, False])
 def test_line_sink_fast_path_writes_the_per_event_paths_bytes(tmp_path, with_ids):
-    from connectors.files import FileSink
+    from stream_nb.connectors.files import FileSink
 
     events = _events(700, seed=8)
     items = []

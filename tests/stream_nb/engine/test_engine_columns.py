@@ -12,8 +12,6 @@ from typing import Any
 import orjson
 import pytest
 
-from connectors.files import FileSink, FileSource
-from connectors.memory import ListSource, MemorySink
 from stream_nb import (
     Engine,
     EventDecoder,
@@ -21,6 +19,8 @@ from stream_nb import (
     NaiveBayes,
     PrequentialEvaluator,
 )
+from stream_nb.connectors.files import FileSink, FileSource
+from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, mixed_stream
 
 

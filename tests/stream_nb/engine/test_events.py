@@ -9,7 +9,7 @@ import pytest
 
 from stream_nb import ConfigError, InvalidEventError
 from stream_nb.engine.events import REASONS, Event, EventDecoder, dead_letter_record
-from stream_nb.metrics import DEAD_LETTER_REASONS
+from stream_nb.engine.telemetry import DEAD_LETTER_REASONS
 
 
 def test_reasons_are_the_metric_label_set():

@@ -11,9 +11,6 @@ import os
 import orjson
 import pytest
 
-from connectors.base import Sink
-from connectors.files import FileSink, FileSource
-from connectors.memory import ListSource, MemorySink
 from stream_nb import (
     CategoricalNB,
     CheckpointError,
@@ -25,6 +22,9 @@ from stream_nb import (
     PrequentialEvaluator,
     SinkError,
 )
+from stream_nb.connectors.base import Sink
+from stream_nb.connectors.files import FileSink, FileSource
+from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, categorical_stream
 from stream_nb.engine.checkpoint import Checkpointer, encode_snapshot
 from stream_nb.engine.engine import _MAX_BATCH_CELLS

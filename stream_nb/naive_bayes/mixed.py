@@ -25,9 +25,9 @@ from stream_nb._state import (
 )
 from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
 from stream_nb.base import Learner
-from stream_nb.categorical import load_categorical, merge_values
-from stream_nb.gaussian import _check_number, _GaussianStats
 from stream_nb.limits import MAX_VAR_SMOOTHING
+from stream_nb.naive_bayes.categorical import load_categorical, merge_values
+from stream_nb.naive_bayes.gaussian import _check_number, _GaussianStats
 
 __all__ = ["NaiveBayes"]
 

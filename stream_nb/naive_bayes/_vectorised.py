@@ -54,7 +54,7 @@ __all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_lear
 #: the engine benchmark, see docs/engine.md.
 MIN_BATCH = 64
 
-#: Same floor as stream_nb.gaussian._MIN_EPSILON (ε never below it).
+#: Same floor as stream_nb.naive_bayes.gaussian._MIN_EPSILON (ε never below it).
 _MIN_EPSILON = MIN_VARIANCE
 
 _NUMBERS = frozenset((int, float))

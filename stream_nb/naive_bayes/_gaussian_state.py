@@ -1,6 +1,6 @@
 """Validation of the Gaussian statistics of a state (GaussianNB and NaiveBayes).
 
-Kept apart from :mod:`stream_nb.gaussian` so that the layout's reader there
+Kept apart from :mod:`stream_nb.naive_bayes.gaussian` so that the layout's reader there
 stays short: :func:`check_gaussian_stats` runs first and raises
 :class:`~stream_nb.ModelStateError` naming the field for anything the
 formulas could not use.

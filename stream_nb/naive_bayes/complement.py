@@ -7,7 +7,8 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from stream_nb._params import check_alpha, check_bool
-from stream_nb._text import _TokenLearner, check_counts
+from stream_nb.base import Capabilities
+from stream_nb.naive_bayes._text import _TokenLearner, check_counts
 
 __all__ = ["ComplementNB"]
 
@@ -65,7 +66,7 @@ class ComplementNB(_TokenLearner):
         Normalise the weights of each class by their sum of absolute values.
     max_vocabulary
         Tokens kept before new ones share the overflow token, whose count is
-        the sum of theirs (``None``: unbounded), see :mod:`stream_nb._text`.
+        the sum of theirs (``None``: unbounded), see :mod:`stream_nb.naive_bayes._text`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -90,6 +91,8 @@ class ComplementNB(_TokenLearner):
     >>> round(model.predict_proba_one({"chinese": 3, "tokyo": 1, "japan": 1})["china"], 4)
     0.3959
     """
+
+    capabilities = Capabilities(nonnegative_counts=True)
 
     _EXTRA = ("class_tokens",)  # T_y
 

@@ -31,7 +31,6 @@ from typing import Any
 import orjson
 
 import stream_nb
-from connectors.registry import open_sink, open_source
 from stream_nb._exceptions import (
     CheckpointError,
     ConfigError,
@@ -40,6 +39,7 @@ from stream_nb._exceptions import (
     StreamNBError,
 )
 from stream_nb.base import Learner
+from stream_nb.connectors.registry import open_sink, open_source
 from stream_nb.engine import (
     Checkpointer,
     DelayedLabelCache,
@@ -61,8 +61,6 @@ DEFAULT_MODEL = "NaiveBayes"
 _ENV_PREFIX = "STREAM_NB_"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-#: Learners that model counts: their features must be non-negative numbers.
-_COUNT_LEARNERS = {"MultinomialNB", "ComplementNB"}
 
 
 # ---------------------------------------------------------------------- flags + env
@@ -684,7 +682,7 @@ def _loss_matrix(
     raise AssertionError("unreachable")
 
 
-def _decoder(args: argparse.Namespace, learner_names: Sequence[str]) -> EventDecoder:
+def _decoder(args: argparse.Namespace, learners: Sequence[Learner]) -> EventDecoder:
     return EventDecoder(
         shape=args.shape,
         features_field=args.features_field,
@@ -692,7 +690,7 @@ def _decoder(args: argparse.Namespace, learner_names: Sequence[str]) -> EventDec
         id_field=args.id_field or None,
         weight_field=args.weight_field or None,
         max_bytes=args.max_line_bytes,
-        nonnegative=any(n in _COUNT_LEARNERS for n in learner_names),
+        nonnegative=any(type(m).capabilities.nonnegative_counts for m in learners),
     )
 
 
@@ -789,7 +787,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     bounds = {name: getattr(args, name) or None for name in DAEMON_BOUNDS}
     params = daemon_params(_learner_class(parser, args.model), params, bounds)
     learner = _make_learner(parser, args.model, params)
-    decoder = _decoder(args, [args.model])
+    decoder = _decoder(args, [learner])
     checkpointer = None
     if args.checkpoint_dir is not None:
         # One daemon per directory, checked before any connector is opened (a second
@@ -799,7 +797,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     metrics = None
     if address is not None:
-        from stream_nb.metrics import EngineMetrics
+        from stream_nb.engine.telemetry import EngineMetrics
 
         metrics = EngineMetrics()
         metrics.set_build_info(version=stream_nb.__version__, learner=args.model)
@@ -883,7 +881,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     tune_gc()  # after the model is loaded: it is frozen out of future collections
     server = None
     if address is not None and metrics is not None:
-        from stream_nb.metrics import progress_check, serve_metrics
+        from stream_nb.engine.telemetry import progress_check, serve_metrics
 
         server = serve_metrics(
             metrics,
@@ -996,7 +994,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     loss_matrix = _loss_matrix(parser, args.loss_matrix)
     _setup_logging(args.log_level, args.log_format)
     models = [_parse_model_spec(parser, s) for s in specs]
-    decoder = _decoder(args, [type(m).__name__ for _, m in models])
+    decoder = _decoder(args, [m for _, m in models])
     evaluators = [
         PrequentialEvaluator(
             window=args.window, fading_factor=args.fading_factor, loss_matrix=loss_matrix
@@ -1337,7 +1335,7 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 
 def _cmd_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from connectors.memory import DemoSource
+    from stream_nb.connectors.memory import DemoSource
 
     try:
         source = DemoSource(

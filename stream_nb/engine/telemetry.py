@@ -184,7 +184,7 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
     if value not in allowed:
         raise ConfigError(
             f"unknown {what} {value!r}; metric labels must be bounded, use one of "
-            f"{', '.join(allowed)} (or add it to stream_nb.metrics)"
+            f"{', '.join(allowed)} (or add it to stream_nb.engine.telemetry)"
         )
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
 from stream_nb._stores import rescale
-from stream_nb._text import _TokenLearner, check_counts, count_stats
+from stream_nb.base import Capabilities
+from stream_nb.naive_bayes._text import _TokenLearner, check_counts, count_stats
 
 __all__ = ["MultinomialNB"]
 
@@ -53,7 +54,7 @@ class MultinomialNB(_TokenLearner):
         Tokens kept before new ones share the overflow token (``None``:
         unbounded). The overflow token's count is the sum of theirs,
         ``x_other = Σ x_t``, so its terms are those of one more token and
-        ``V ≤ max_vocabulary + 1``; see :mod:`stream_nb._text`.
+        ``V ≤ max_vocabulary + 1``; see :mod:`stream_nb.naive_bayes._text`.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -80,6 +81,8 @@ class MultinomialNB(_TokenLearner):
     >>> round(model.predict_proba_one({"chinese": 3, "tokyo": 1, "japan": 1})["china"], 4)
     0.4957
     """
+
+    capabilities = Capabilities(nonnegative_counts=True)
 
     _EXTRA = ("class_tokens",)  # T_y
 

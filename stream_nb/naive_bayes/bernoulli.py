@@ -10,7 +10,7 @@ from typing import Any
 
 from stream_nb._exceptions import ConfigError
 from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
-from stream_nb._text import _TokenLearner, binary_on, threshold_on
+from stream_nb.naive_bayes._text import _TokenLearner, binary_on, threshold_on
 
 __all__ = ["BernoulliNB"]
 
@@ -89,7 +89,7 @@ class BernoulliNB(_TokenLearner):
         Features kept before new ones share the overflow feature (``None``:
         unbounded), which is on when any of them is on: ``b_other = max_t b_t``
         (their values' maximum is binarised); ``V ≤ max_vocabulary + 1``, see
-        :mod:`stream_nb._text`. Merging can only bound the overflow counts of
+        :mod:`stream_nb.naive_bayes._text`. Merging can only bound the overflow counts of
         the other model by its class weights (they are exact when at most one
         overflow feature is on per event).
     half_life

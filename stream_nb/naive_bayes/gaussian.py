@@ -2,7 +2,7 @@
 
 The per-(class, feature) Welford statistics, the smoothing ε and the Gaussian
 terms live in :class:`_GaussianStats`, shared by :class:`GaussianNB` and
-:class:`stream_nb.mixed.NaiveBayes`.
+:class:`stream_nb.naive_bayes.mixed.NaiveBayes`.
 
 Layout (chosen for the prequential hot loop, see docs/gaussian.md): classes
 and features get dense indices ``k`` and ``j`` in order of first appearance;
@@ -21,11 +21,11 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from stream_nb._exceptions import InvalidEventError
-from stream_nb._gaussian_state import check_gaussian_stats
 from stream_nb._params import check_class_prior, check_nonneg
 from stream_nb._state import check_mapping, encode_key, pairs
 from stream_nb.base import ABSORB, Learner, log_softmax
 from stream_nb.limits import MAX_VALUE, MAX_VAR_SMOOTHING, MIN_VARIANCE, value_out_of_range
+from stream_nb.naive_bayes._gaussian_state import check_gaussian_stats
 from stream_nb.stats import LOG_2PI, chan_merge
 
 __all__ = ["GaussianNB"]
@@ -169,7 +169,7 @@ class _GaussianStats:
         Every statistic an event sees is a prefix sum over the batch, so one
         numpy pass gives every prediction (equal to the per-event loop to about
         1e-12) and the statistics after the batch; see
-        :mod:`stream_nb._vectorised`. Short or unusual batches (forgetting,
+        :mod:`stream_nb.naive_bayes._vectorised`. Short or unusual batches (forgetting,
         ``class_prior``, a new class, missing or non-numeric values, other
         keys) run the per-event loop, and so do subclasses, which may change
         the formulas: only a class that sets ``_VECTORISED`` in its own body
@@ -187,7 +187,9 @@ class _GaussianStats:
         {} 0 {} 200
         """
         if type(self).__dict__.get("_VECTORISED", False):
-            from stream_nb._vectorised import gaussian_predict_learn_many  # numpy: on first use
+            from stream_nb.naive_bayes._vectorised import (
+                gaussian_predict_learn_many,  # numpy: on first use
+            )
 
             out = gaussian_predict_learn_many(self, xs, ys, ws)
             if out is not None:
@@ -219,7 +221,7 @@ class _GaussianStats:
         ([0, 1], (100, 2), [0, 1, 0, 1], 110)
         """
         if type(self).__dict__.get("_VECTORISED", False):
-            from stream_nb._vectorised import gaussian_predict_learn_columns
+            from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
             return gaussian_predict_learn_columns(self, names, columns, ys, ws)
         return None
