@@ -43,6 +43,7 @@ import orjson
 import stream_nb
 from stream_nb import CategoricalNB, GaussianNB, Learner, NaiveBayes
 from stream_nb.engine.checkpoint import Checkpointer
+from stream_nb.engine.engine import ENGINE_STATE_FORMAT
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LEARNERS: dict[str, Callable[[], Learner]] = {
@@ -115,7 +116,8 @@ def restore(payload: bytes, repeats: int) -> float:
 def inspect_wall(model: Learner, repeats: int) -> float:
     exe = str(Path(sys.executable).with_name("stream-nb"))
     with tempfile.TemporaryDirectory() as tmp:
-        snapshot_id = Checkpointer(tmp).write({"learner": model.to_state()})
+        body = {"format": ENGINE_STATE_FORMAT, "learner": model.to_state(), "source": None}
+        snapshot_id = Checkpointer(tmp).write(body)
         path = Path(tmp) / f"snapshot-{snapshot_id}.json"
 
         def once() -> float:

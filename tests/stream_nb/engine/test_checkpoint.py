@@ -48,7 +48,7 @@ def test_previous_kept_and_older_deleted(tmp_path):
         (lambda d: d[:-3] + b"xyz", "checksum mismatch"),
         (lambda d: b"", "bad header"),
         (lambda d: b"garbage\n" + d, "bad header"),
-        (lambda d: d.replace(b'"version":1', b'"version":99'), "unsupported snapshot version 99"),
+        (lambda d: d.replace(b'"version":1', b'"version":0'), "unsupported snapshot version 0"),
     ],
 )
 def test_corrupt_newest_falls_back_to_previous(tmp_path, damage, match):
