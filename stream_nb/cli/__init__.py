@@ -479,8 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(
         g,
         "--metrics-address",
-        metavar="HOST:PORT",
-        help="serve /metrics, /healthz, /readyz there (port 0 picks a free one)",
+        metavar="[HOST:]PORT",
+        help=(
+            "serve /metrics, /healthz, /readyz there; a bare PORT binds 127.0.0.1, "
+            "0.0.0.0:PORT all interfaces (port 0 picks a free one)"
+        ),
     )
     _flag(
         g,
@@ -694,11 +697,34 @@ def _decoder(args: argparse.Namespace, learners: Sequence[Learner]) -> EventDeco
     )
 
 
-def _parse_address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        parser.error(f"--metrics-address must be HOST:PORT (e.g. 127.0.0.1:9108), got {text!r}")
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """Parse ``--metrics-address``: ``HOST:PORT``, ``:PORT`` or a bare ``PORT``.
+
+    Without a host the endpoint binds the loopback interface; all interfaces need an
+    explicit ``0.0.0.0:PORT``.
+
+    Examples
+    --------
+    >>> parse_metrics_address("9108")
+    ('127.0.0.1', 9108)
+    >>> parse_metrics_address("0.0.0.0:9108")
+    ('0.0.0.0', 9108)
+    >>> parse_metrics_address("[::1]:9108")
+    ('::1', 9108)
+    """
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"--metrics-address must be [HOST:]PORT (e.g. 127.0.0.1:9108 or 9108), got {text!r}"
+        )
     return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _parse_address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int]:
+    try:
+        return parse_metrics_address(text)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def _emit_report(report: Any, target: str | None, default_stream: Any) -> None:

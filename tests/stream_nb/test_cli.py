@@ -394,7 +394,8 @@ def test_corrupt_newest_snapshot_falls_back_to_previous(tmp_path):
             ["--error-policy", "skip", "--dead-letters", "dl.jsonl"],
             "--dead-letters has no effect with --error-policy skip",
         ),
-        (["--metrics-address", "localhost"], "--metrics-address must be HOST:PORT"),
+        (["--metrics-address", "localhost"], "--metrics-address must be [HOST:]PORT"),
+        (["--metrics-address", "70000"], "--metrics-address must be [HOST:]PORT"),
         (["--model", "NoSuchNB"], "--model: unknown learner 'NoSuchNB'"),
         (["--params", "[1]"], "--params must be a JSON object"),
         (["--param", "alpha=-1"], "--params: alpha must be positive"),
@@ -696,3 +697,19 @@ def test_interactive_stdin_answers_each_event_while_input_stays_open():
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
     assert [a["y_pred"] for a in answers] == [None, "play"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("9108", ("127.0.0.1", 9108)),
+        (":9108", ("127.0.0.1", 9108)),
+        ("0.0.0.0:9108", ("0.0.0.0", 9108)),
+        ("[::1]:9108", ("::1", 9108)),
+        ("localhost:0", ("localhost", 0)),
+    ],
+)
+def test_metrics_address_without_host_binds_loopback(text, expected):
+    from stream_nb.cli import parse_metrics_address
+
+    assert parse_metrics_address(text) == expected
