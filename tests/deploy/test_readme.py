@@ -1,8 +1,10 @@
-"""The README's daemon quick start, run as it stands in a temporary directory.
+"""The README's claims: its daemon quick start, run as it stands in a temporary
+directory, and its learner count.
 
-The one change is the metrics port: the block's ``9108`` becomes a free port, so the
-test never meets another program on it. The commands come from the project's
-virtualenv, as after the README's install command.
+The one change to the quick start is the metrics port: the block's ``9108`` becomes a
+free port, so the test never meets another program on it. The commands come from the
+project's virtualenv, as after the README's install command. (The Kafka quick start
+runs in test_kafka_local.py.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,28 @@ from pathlib import Path
 
 from deploy_helpers import REPO, environment_with_venv, free_port
 
+import stream_nb
+
 README = REPO / "README.md"
+LEARNERS_DOC = REPO / "docs" / "learners.md"
+NUMBER_WORDS = {9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen"}
+
+
+def test_the_learner_count_matches_the_code() -> None:
+    """The README and docs/learners.md name as many learners as stream_nb exports."""
+    learners = [
+        name
+        for name in stream_nb.__all__
+        if isinstance(getattr(stream_nb, name), type)
+        and issubclass(getattr(stream_nb, name), stream_nb.Learner)
+        and getattr(stream_nb, name) is not stream_nb.Learner
+    ]
+    word = NUMBER_WORDS[len(learners)]
+    readme = README.read_text()
+    assert f"**{word.capitalize()} learners**" in readme
+    assert f"The {word} learners of `stream_nb`" in LEARNERS_DOC.read_text()
+    for name in learners:
+        assert f"`{name}`" in readme, f"the README's learner list lacks {name}"
 
 
 def daemon_quick_start() -> str:
