@@ -16,6 +16,7 @@ import re
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,7 +110,7 @@ def broker_processes(data_dir: Path) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def quick_start(tmp_path_factory: pytest.TempPathFactory) -> QuickStart:
+def quick_start(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]:
     workdir = tmp_path_factory.mktemp("kafka-quick-start")
     (workdir / "scripts").symlink_to(REPO / "scripts")
     (workdir / "tmp").mkdir()
