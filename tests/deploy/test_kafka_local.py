@@ -95,6 +95,15 @@ def fixed_port(rng: random.Random) -> int:
     raise AssertionError(f"no free port in {low}..{high}")
 
 
+def accepts_connections(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def broker_processes(data_dir: Path) -> list[int]:
     """Pids of processes whose command line names the data directory."""
     pids = []
@@ -208,7 +217,16 @@ def test_restart_keeps_topics_and_records_and_survives_kill_9(quick_start: Quick
 
     [pid] = broker_processes(quick_start.data_dir)
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: broker_processes(quick_start.data_dir) == [], "the killed broker to exit")
+    # A killed JVM's command line reads empty as soon as its main thread has gone,
+    # while its other threads may still hold the listening sockets for a moment.
+    ports = [int(quick_start.env[f"STREAM_NB_KAFKA_{p}PORT"]) for p in ("", "CONTROLLER_")]
+    wait_for(
+        lambda: (
+            broker_processes(quick_start.data_dir) == []
+            and not any(accepts_connections(port) for port in ports)
+        ),
+        "the killed broker to exit and close its ports",
+    )
     status = quick_start.script("status")
     assert status.returncode == 3, status.stderr
 
