@@ -43,7 +43,7 @@ from __future__ import annotations
 import os
 
 # This process never calls BLAS: an idle OpenBLAS pool here would take CPU from the
-# measured subprocess on a 2-core machine (~10 % in stream-nb run's time).
+# measured subprocess on a 2-core machine (docs/benchmarks.md, method notes).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rows: dict[str, tuple[float, float]] = {}
         # The ratio's two sides alternate, so both meet the same machine (a shared VM
-        # drifts by ±10 % from minute to minute); each keeps its best run.
+        # drifts from minute to minute); each keeps its best run.
         pair = _best_alternating(
             lambda: ceiling(src, tmp / "c.jsonl"),
             lambda: cli_run(exe, args.model, src, tmp / "o.jsonl"),

@@ -49,8 +49,8 @@ from stream_nb.datasets import categorical_stream, zipf_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-#: MOA NaiveBayes on MOA's Agrawal with the loop inside the JVM, as quoted in
-#: issue #2 (measured by the issue's author, not on this machine).
+#: MOA NaiveBayes on MOA's Agrawal with the loop inside the JVM: a reference figure
+#: quoted in the project's performance targets, not measured on this machine.
 MOA_REFERENCE_EVENTS_PER_S = 280_000.0
 
 Event = tuple[dict[str, Any], Any]

@@ -1,6 +1,6 @@
 """Experiment: do Gaussian numeric children help AODE over discretised ones?
 
-Issue #4 leaves open whether numeric *children* should use a Gaussian
+An open design question: should numeric *children* use a Gaussian
 ``p(x_j | y, x_i)`` per (class, parent value) instead of the discretised
 categorical estimate. This script measures it; it is not part of the library
 (the default stays whichever wins here)::

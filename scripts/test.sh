@@ -36,4 +36,6 @@ bash scripts/kafka-local.sh jars >/dev/null
 ruff check .
 ruff format --check .
 mypy
+# Everything, including the tests marked kafka and slow; the fast local suite is
+# python -m pytest -m "not kafka and not slow" (CONTRIBUTING.md).
 python -m pytest "$@"

@@ -1,6 +1,6 @@
 """The BernoulliNB contract: a brute-force reference, scikit-learn, properties, cost.
 
-The reference recomputes issue #2's formulas from the raw list of events on
+The reference recomputes the documented formulas from the raw list of events on
 every prequential step, scanning the whole vocabulary as the formula reads::
 
     b_w      = 1 if x_w > binarize else 0 (absent: 0)

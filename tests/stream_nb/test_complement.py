@@ -1,6 +1,6 @@
 """The ComplementNB contract: a brute-force reference, scikit-learn, properties, cost.
 
-The reference recomputes issue #2's formulas (scikit-learn's semantics) from
+The reference recomputes the documented formulas (scikit-learn's semantics) from
 the raw list of events on every prequential step::
 
     C_{y,w}      = Σ_{y'≠y} N_{y',w}

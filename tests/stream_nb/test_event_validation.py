@@ -124,7 +124,7 @@ def test_nan_category_is_rejected_with_a_hint() -> None:
 
 
 def test_bytes_value_in_categorical_was_learned_but_could_not_be_saved() -> None:
-    """The situation of the issue: learned, then to_state could not be dumped."""
+    """Before the check: learned, then to_state could not be dumped."""
     model = CategoricalNB()
     model.learn_one({"f": "x"}, "a")
     with pytest.raises(InvalidEventError):

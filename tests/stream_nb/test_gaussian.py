@@ -1,6 +1,6 @@
 """The GaussianNB contract: brute force on every step, scikit-learn, stability, forgetting.
 
-The reference recomputes issue #2's formulas from the raw list of events::
+The reference recomputes the documented formulas from the raw list of events::
 
     σ²_yf      = Σ w (x - μ_yf)² / Σ w  +  ε,   μ_yf = Σ w x / Σ w   (class y, feature f)
     ε          = var_smoothing × max_f V_f       (V_f over all events, floored at 1e-90)

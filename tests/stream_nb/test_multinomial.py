@@ -1,6 +1,6 @@
 """The MultinomialNB contract: a brute-force reference, scikit-learn, properties, cost.
 
-The reference recomputes issue #2's formulas from the raw list of events on
+The reference recomputes the documented formulas from the raw list of events on
 every prequential step::
 
     log P(y)     = log((N_y + α) / (N + Kα))

@@ -1,6 +1,6 @@
 """SPODE and AODE against an independent brute-force reference, on every prequential step.
 
-The reference recomputes the issue-#4 formulas from the raw event list (with
+The reference recomputes the documented formulas from the raw event list (with
 exponentially decayed weights when ``half_life`` is set) and shares no code
 with the learners.
 """
@@ -52,7 +52,7 @@ def probes(x: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
 
 
 class BruteForce:
-    """The formulas of issue #4 recomputed from scratch from the raw events."""
+    """The formulas of docs/seminaive.md recomputed from scratch from the raw events."""
 
     def __init__(self, alpha: float, half_life: float | None) -> None:
         self.alpha = alpha
