@@ -219,7 +219,10 @@ PROPS
 }
 
 cluster_id() {  # a random base64url UUID, as `kafka-storage.sh random-uuid` prints
-  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id
+  # one that starts with "-" would be read as an option by StorageTool
+  while id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"; [ "${id:0:1}" = "-" ]; do :; done
+  printf '%s\n' "${id}"
 }
 
 # ------------------------------------------------------------------ commands
