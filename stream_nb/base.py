@@ -229,6 +229,10 @@ class Learner(abc.ABC):
     #: What this learner class can do or needs (see :class:`Capabilities`).
     capabilities: ClassVar[Capabilities] = Capabilities()
 
+    # what this model learned since the last cut_delta (see track_delta)
+    _delta: Learner | None = None
+    _delta_weight: float = 0.0
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_"):
@@ -312,6 +316,10 @@ class Learner(abc.ABC):
                 self._scale = before
                 raise
         self.n_learned += 1
+        delta = self._delta
+        if delta is not None:
+            delta.learn_one(x, y, w)
+            self._delta_weight += w
 
     def _check_new_class(self, y: Hashable) -> None:
         """Raise ``too_many_classes`` if ``y`` would be one class more than ``max_classes``."""
@@ -419,14 +427,14 @@ class Learner(abc.ABC):
     def columns_supported(self) -> bool:
         """Whether :meth:`predict_learn_columns` may be tried for the next batch.
 
-        ``False`` when the class has no column kernel, or while the batch
-        methods are observed on this instance (model sync records every
-        learned event). The engine skips building columns when this is ``False``.
+        ``False`` when the class has no column kernel, or while a delta is
+        tracked (:meth:`track_delta`: model sync records every learned event
+        through :meth:`learn_one`). The engine skips building columns when
+        this is ``False``.
         """
         if type(self).predict_learn_columns is Learner.predict_learn_columns:
             return False
-        observed = vars(self)
-        return "learn_one" not in observed and "predict_learn_many" not in observed
+        return self._delta is None
 
     def predict_learn_columns(
         self,
@@ -453,6 +461,149 @@ class Learner(abc.ABC):
         True
         """
         return None
+
+    # ------------------------------------------------------------------ model deltas
+    def track_delta(self, delta: Learner | None = None, weight: float = 0.0) -> None:
+        """Record what this model learns from now on into a delta model.
+
+        Every event this model learns afterwards (through :meth:`learn_one`
+        or the batch methods) is learned by the delta too, and its weight is
+        added to :attr:`delta_weight`. Adding the delta to a copy of the
+        model as it was (:meth:`apply_delta`) gives this model again, exactly
+        up to rounding: model sync exchanges such deltas between workers.
+        While a delta is tracked, :attr:`columns_supported` is ``False``.
+
+        Parameters
+        ----------
+        delta
+            The delta to record into. ``None`` (default) starts an empty one
+            (a :meth:`clone` that bins like this model, see
+            :meth:`_prepare_delta`) of weight 0.
+        weight
+            The weight ``delta`` learned already.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB(half_life=3)
+        >>> model.track_delta()
+        >>> rebuilt = model.clone()
+        >>> for i, (x, y) in enumerate([({"a": 1}, "p"), ({"a": 2}, "q"), ({"a": 1}, "p")]):
+        ...     model.learn_one(x, y)
+        ...     if i != 1:
+        ...         rebuilt.apply_delta(*model.cut_delta())
+        >>> x = {"a": 1}
+        >>> abs(rebuilt.predict_proba_one(x)["p"] - model.predict_proba_one(x)["p"]) < 1e-12
+        True
+        """
+        if delta is None:
+            delta = self.clone()
+            self._prepare_delta(delta)
+            weight = 0.0
+        elif type(delta) is not type(self):
+            raise IncompatibleModelError(
+                f"a {type(self).__name__} cannot record into a {type(delta).__name__} delta"
+            )
+        self._delta = delta
+        self._delta_weight = weight
+
+    @property
+    def delta(self) -> Learner | None:
+        """The delta being recorded (see :meth:`track_delta`), or ``None``."""
+        return self._delta
+
+    @property
+    def delta_weight(self) -> float:
+        """Total weight learned into :attr:`delta` so far."""
+        return self._delta_weight
+
+    def cut_delta(self) -> tuple[Learner, float]:
+        """Return ``(delta, weight)`` recorded since the last cut and start a new delta.
+
+        Raises
+        ------
+        ConfigError
+            If no delta is tracked (call :meth:`track_delta` first).
+        """
+        delta, weight = self._delta, self._delta_weight
+        if delta is None:
+            raise ConfigError("no delta is tracked on this model; call track_delta() first")
+        self.track_delta()
+        return delta, weight
+
+    def stop_delta(self) -> None:
+        """Stop recording deltas (the current one is dropped)."""
+        self._delta = None
+        self._delta_weight = 0.0
+
+    def decay(self, weight: float) -> None:
+        """Forget as learning events of total weight ``weight`` would (``half_life`` only).
+
+        Statistics are multiplied by ``γ^weight`` with ``γ = 2^(-1/half_life)``;
+        without ``half_life`` nothing changes.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB(half_life=1)
+        >>> model.learn_one({"a": "x"}, "p")
+        >>> model.decay(2.0)
+        >>> model.to_state()["scale"]
+        0.125
+        """
+        half_life = self.half_life
+        if half_life is not None and weight > 0:
+            # true = raw × scale, so learning weight W multiplies scale by γ^W
+            scale = self._scale * 0.5 ** (weight / half_life)
+            if scale < _RENORMALISE_BELOW:
+                self._rescale(scale)
+                scale = 1.0
+            self._scale = scale
+
+    def apply_delta(self, delta: Learner, weight: float) -> None:
+        """Add a delta that learned total weight ``weight`` to this model, in place.
+
+        The model first decays as learning that weight would have made it
+        (:meth:`decay`), then merges the delta (:meth:`merge`: TAN and KDB
+        rebuild their structure there), so replaying one model's deltas in
+        order rebuilds it.
+        """
+        self.decay(weight)
+        self.merge(delta)
+
+    def defer_binning(self) -> None:
+        """Never derive numeric cut points from this model's own sample.
+
+        For learners that discretise numbers (the semi-naive ones): under
+        model sync the cut points freeze only in the shared base model, so
+        every worker bins alike. Other learners: nothing to do.
+        """
+        return None
+
+    def _prepare_delta(self, delta: Learner) -> None:
+        """Hook: make a fresh delta (a clone) record like this model, e.g. with its bins."""
+        return None
+
+    def _record_batch(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+        errors: Mapping[int, Exception],
+    ) -> None:
+        """Learn a batch's labelled, accepted events into the tracked delta.
+
+        For batch kernels that bypass :meth:`learn_one`; call it after the
+        batch when :attr:`delta` is not ``None``.
+        """
+        delta = self._delta
+        if delta is None:
+            return
+        learn = delta.learn_one
+        for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
+            if y is not None and i not in errors:
+                learn(x, y, w)
+                self._delta_weight += w
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:

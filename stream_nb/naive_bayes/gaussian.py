@@ -193,6 +193,8 @@ class _GaussianStats:
 
             out = gaussian_predict_learn_many(self, xs, ys, ws)
             if out is not None:
+                # the kernel bypasses learn_one
+                self._record_batch(xs, ys, ws, out[2])  # type: ignore[attr-defined]
                 return out
         return Learner.predict_learn_many(self, xs, ys, ws)  # type: ignore[arg-type]
 

@@ -518,6 +518,26 @@ class _SemiNaive(Learner):
     ) -> None:
         """Hook: merge subclass statistics (called before the store merge)."""
 
+    # ------------------------------------------------------------------ model deltas
+    def defer_binning(self) -> None:
+        """Cut points freeze only from a merge, never from this model's own sample.
+
+        Values of features still warming up stay raw (pending, with their
+        sample) until a merged model brings frozen cut points: under model
+        sync the shared base model decides them, so every worker bins alike.
+        """
+        self._disc.warmup = math.inf
+
+    def _prepare_delta(self, delta: Learner) -> None:
+        # a delta bins with this model's frozen cut points and never freezes its own;
+        # values of features still warming up stay raw in it, to be binned by the
+        # model it is merged into
+        assert isinstance(delta, _SemiNaive)
+        target = delta._disc
+        for feature, edges in self._disc.edges.items():
+            target.edges.setdefault(feature, list(edges))
+        target.warmup = math.inf
+
     def _rescale(self, factor: float) -> None:
         self._store.rescale(factor)
         for entry in self._pending:
