@@ -69,6 +69,7 @@ import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import (
     ConfigError,
     IncompatibleModelError,
@@ -175,6 +176,10 @@ def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, fl
     return {c: (v - m) - log_total for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
+def _negative_score(entry: Mapping[str, Any]) -> float:
+    return -float(entry["score"])
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What a learner class can do or needs, declared on the class (``Learner.capabilities``).
@@ -186,6 +191,18 @@ class Capabilities:
     nonnegative_counts
         Feature values are counts: the event decoder rejects negative numbers
         before they reach the learner.
+    numeric_only
+        Every feature value must be a number (a string is rejected as
+        ``invalid_features``).
+    column_kernel
+        The class has an exact batch kernel on columns
+        (:meth:`Learner.predict_learn_columns`); see also
+        :attr:`Learner.columns_supported` for one instance.
+    informative_features
+        :meth:`Learner.informative_features` scores this learner's features
+        (otherwise it returns ``[]``).
+    structure
+        :meth:`Learner.structure` gives a dependence structure (otherwise ``None``).
 
     Examples
     --------
@@ -195,6 +212,10 @@ class Capabilities:
     """
 
     nonnegative_counts: bool = False
+    numeric_only: bool = False
+    column_kernel: bool = False
+    informative_features: bool = False
+    structure: bool = False
 
 
 class Learner(abc.ABC):
@@ -432,9 +453,7 @@ class Learner(abc.ABC):
         through :meth:`learn_one`). The engine skips building columns when
         this is ``False``.
         """
-        if type(self).predict_learn_columns is Learner.predict_learn_columns:
-            return False
-        return self._delta is None
+        return type(self).capabilities.column_kernel and self._delta is None
 
     def predict_learn_columns(
         self,
@@ -458,6 +477,78 @@ class Learner(abc.ABC):
         --------
         >>> from stream_nb import CategoricalNB
         >>> CategoricalNB().predict_learn_columns(("sky",), [["sun", "rain"]], ["a", "b"]) is None
+        True
+        """
+        return None
+
+    # ------------------------------------------------------------------ introspection
+    def joint_log_likelihood_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Unnormalised ``log P(y) + log P(x | y)`` of every class the model scores.
+
+        :meth:`predict_log_proba_one` is its normalisation; explanations
+        compare these scores with and without a feature.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> model.learn_one({"sky": "sun"}, "play")
+        >>> model.joint_log_likelihood_one({"sky": "sun"})
+        {'play': 0.0}
+        """
+        if x.__class__ is not dict:
+            x = check_mapping(x)
+        return self._joint_log_likelihood(x)
+
+    def informative_features(self, top: int | None = 10) -> list[dict[str, Any]]:
+        """The ``top`` most informative features of this model, best first.
+
+        Computed from the model's own statistics: see :mod:`stream_nb.informative`
+        for the score of each kind of entry. A learner class provides its
+        entries through the ``_informative_entries(top)`` hook
+        (``Capabilities.informative_features``); the others give ``[]``.
+
+        Parameters
+        ----------
+        top
+            How many entries to return; ``None`` for all.
+
+        Raises
+        ------
+        ConfigError
+            If ``top`` is not an integer ≥ 0 or ``None``.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> for sky, y in [("sun", "play"), ("sun", "play"), ("rain", "stay")]:
+        ...     model.learn_one({"sky": sky}, y)
+        >>> [(e["feature"], e["value"], e["favours"]) for e in model.informative_features(1)]
+        [('sky', 'rain', 'stay')]
+        """
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
+            raise ConfigError(f"top must be an integer >= 0 or None, got {top!r}")
+        if top == 0:
+            return []
+        with collector_paused():  # (the state of a large model is millions of small lists)
+            entries = self._informative_entries(top)
+        entries.sort(key=_negative_score)  # stable: ties in learning order
+        return entries if top is None else entries[:top]
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        """Hook: unsorted entries of :meth:`informative_features` (may be cut to ``top``)."""
+        return []
+
+    def structure(self) -> dict[str, Any] | None:
+        """The dependence structure of a semi-naive learner (TAN, KDB, SPODE), else ``None``.
+
+        See :func:`stream_nb.informative.structure` for the format.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> CategoricalNB().structure() is None
         True
         """
         return None

@@ -24,7 +24,7 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
-from stream_nb.base import Learner
+from stream_nb.base import Capabilities, Learner
 from stream_nb.limits import MAX_VAR_SMOOTHING
 from stream_nb.naive_bayes.categorical import load_categorical, merge_values
 from stream_nb.naive_bayes.gaussian import _check_number, _GaussianStats
@@ -124,6 +124,17 @@ class NaiveBayes(_GaussianStats, Learner):
         "NaiveBayes fixed {feature!r} as Gaussian (numeric) from its first value: send "
         "numbers, or pass schema={{{feature!r}: 'categorical'}} to treat it as categorical"
     )
+
+    capabilities = Capabilities(column_kernel=True, informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import categorical_entries, gaussian_entries
+
+        labels, present, counts = self._categorical_stats()
+        alpha = self.alpha / self._scale
+        entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
+        entries += gaussian_entries(self._g_to_state(), self.var_smoothing, self.class_prior)
+        return entries
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from stream_nb.base import Capabilities
 from stream_nb.seminaive._base import _SemiNaive, canonical, check_feature_name
 from stream_nb.seminaive._store import Item
 
@@ -70,6 +71,30 @@ class SPODE(_SemiNaive):
     >>> model.predict_one({"sky": "sunny", "wind": "strong"})
     'play'
     """
+
+    capabilities = Capabilities(informative_features=True, structure=True)
+
+    def structure(self) -> dict[str, Any] | None:
+        """Every feature's parent is the super-parent (:meth:`Learner.structure`).
+
+        ``"super_parent"`` is the ``parent`` parameter, or the feature with the
+        largest ``I(X_f; Y)`` as the model chooses it.
+        """
+        from stream_nb.informative import mutual_information
+
+        stats = self.to_state()["stats"]["store"]
+        features = [f for f, _ in stats["nb"]["counts"]]
+        parent = self.parent
+        if parent is None:
+            mi = mutual_information(stats)
+            parent = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
+        shared = [parent] if parent in features else []  # an unlearned parent: NB terms
+        return {
+            "super_parent": parent,
+            "parents": [
+                {"feature": f, "parents": [] if f == parent else list(shared)} for f in features
+            ],
+        }
 
     def __init__(
         self,
