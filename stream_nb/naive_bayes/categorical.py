@@ -121,9 +121,9 @@ class CategoricalNB(Learner):
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_values_per_feature: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

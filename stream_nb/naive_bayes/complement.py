@@ -105,8 +105,8 @@ class ComplementNB(_TokenLearner):
     def __init__(
         self,
         alpha: float = 1.0,
-        norm: bool = False,
         *,
+        norm: bool = False,
         max_vocabulary: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

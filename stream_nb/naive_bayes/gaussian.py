@@ -901,8 +901,8 @@ class GaussianNB(_GaussianStats, Learner):
     def __init__(
         self,
         var_smoothing: float = 1e-9,
-        class_prior: Mapping[Hashable, float] | None = None,
         *,
+        class_prior: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

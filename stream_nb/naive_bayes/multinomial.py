@@ -95,9 +95,9 @@ class MultinomialNB(_TokenLearner):
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_vocabulary: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

@@ -99,6 +99,7 @@ class SPODE(_SemiNaive):
     def __init__(
         self,
         parent: Hashable | None = None,
+        *,
         alpha: float = 1.0,
         min_parent_count: float = 1.0,
         max_values_per_feature: int | None = 100,
@@ -107,7 +108,6 @@ class SPODE(_SemiNaive):
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
-        *,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
