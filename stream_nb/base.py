@@ -69,6 +69,7 @@ import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from stream_nb._bulk import collector_paused
 from stream_nb._exceptions import (
     ConfigError,
     IncompatibleModelError,
@@ -175,6 +176,10 @@ def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, fl
     return {c: (v - m) - log_total for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
+def _negative_score(entry: Mapping[str, Any]) -> float:
+    return -float(entry["score"])
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What a learner class can do or needs, declared on the class (``Learner.capabilities``).
@@ -186,6 +191,18 @@ class Capabilities:
     nonnegative_counts
         Feature values are counts: the event decoder rejects negative numbers
         before they reach the learner.
+    numeric_only
+        Every feature value must be a number (a string is rejected as
+        ``invalid_features``).
+    column_kernel
+        The class has an exact batch kernel on columns
+        (:meth:`Learner.predict_learn_columns`); see also
+        :attr:`Learner.columns_supported` for one instance.
+    informative_features
+        :meth:`Learner.informative_features` scores this learner's features
+        (otherwise it returns ``[]``).
+    structure
+        :meth:`Learner.structure` gives a dependence structure (otherwise ``None``).
 
     Examples
     --------
@@ -195,6 +212,10 @@ class Capabilities:
     """
 
     nonnegative_counts: bool = False
+    numeric_only: bool = False
+    column_kernel: bool = False
+    informative_features: bool = False
+    structure: bool = False
 
 
 class Learner(abc.ABC):
@@ -228,6 +249,10 @@ class Learner(abc.ABC):
 
     #: What this learner class can do or needs (see :class:`Capabilities`).
     capabilities: ClassVar[Capabilities] = Capabilities()
+
+    # what this model learned since the last cut_delta (see track_delta)
+    _delta: Learner | None = None
+    _delta_weight: float = 0.0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -312,6 +337,10 @@ class Learner(abc.ABC):
                 self._scale = before
                 raise
         self.n_learned += 1
+        delta = self._delta
+        if delta is not None:
+            delta.learn_one(x, y, w)
+            self._delta_weight += w
 
     def _check_new_class(self, y: Hashable) -> None:
         """Raise ``too_many_classes`` if ``y`` would be one class more than ``max_classes``."""
@@ -419,14 +448,12 @@ class Learner(abc.ABC):
     def columns_supported(self) -> bool:
         """Whether :meth:`predict_learn_columns` may be tried for the next batch.
 
-        ``False`` when the class has no column kernel, or while the batch
-        methods are observed on this instance (model sync records every
-        learned event). The engine skips building columns when this is ``False``.
+        ``False`` when the class has no column kernel, or while a delta is
+        tracked (:meth:`track_delta`: model sync records every learned event
+        through :meth:`learn_one`). The engine skips building columns when
+        this is ``False``.
         """
-        if type(self).predict_learn_columns is Learner.predict_learn_columns:
-            return False
-        observed = vars(self)
-        return "learn_one" not in observed and "predict_learn_many" not in observed
+        return type(self).capabilities.column_kernel and self._delta is None
 
     def predict_learn_columns(
         self,
@@ -453,6 +480,221 @@ class Learner(abc.ABC):
         True
         """
         return None
+
+    # ------------------------------------------------------------------ introspection
+    def joint_log_likelihood_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """Unnormalised ``log P(y) + log P(x | y)`` of every class the model scores.
+
+        :meth:`predict_log_proba_one` is its normalisation; explanations
+        compare these scores with and without a feature.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> model.learn_one({"sky": "sun"}, "play")
+        >>> model.joint_log_likelihood_one({"sky": "sun"})
+        {'play': 0.0}
+        """
+        if x.__class__ is not dict:
+            x = check_mapping(x)
+        return self._joint_log_likelihood(x)
+
+    def informative_features(self, top: int | None = 10) -> list[dict[str, Any]]:
+        """The ``top`` most informative features of this model, best first.
+
+        Computed from the model's own statistics: see :mod:`stream_nb.informative`
+        for the score of each kind of entry. A learner class provides its
+        entries through the ``_informative_entries(top)`` hook
+        (``Capabilities.informative_features``); the others give ``[]``.
+
+        Parameters
+        ----------
+        top
+            How many entries to return; ``None`` for all.
+
+        Raises
+        ------
+        ConfigError
+            If ``top`` is not an integer ≥ 0 or ``None``.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> for sky, y in [("sun", "play"), ("sun", "play"), ("rain", "stay")]:
+        ...     model.learn_one({"sky": sky}, y)
+        >>> [(e["feature"], e["value"], e["favours"]) for e in model.informative_features(1)]
+        [('sky', 'rain', 'stay')]
+        """
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
+            raise ConfigError(f"top must be an integer >= 0 or None, got {top!r}")
+        if top == 0:
+            return []
+        with collector_paused():  # (the state of a large model is millions of small lists)
+            entries = self._informative_entries(top)
+        entries.sort(key=_negative_score)  # stable: ties in learning order
+        return entries if top is None else entries[:top]
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        """Hook: unsorted entries of :meth:`informative_features` (may be cut to ``top``)."""
+        return []
+
+    def structure(self) -> dict[str, Any] | None:
+        """The dependence structure of a semi-naive learner (TAN, KDB, SPODE), else ``None``.
+
+        See :func:`stream_nb.informative.structure` for the format.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> CategoricalNB().structure() is None
+        True
+        """
+        return None
+
+    # ------------------------------------------------------------------ model deltas
+    def track_delta(self, delta: Learner | None = None, weight: float = 0.0) -> None:
+        """Record what this model learns from now on into a delta model.
+
+        Every event this model learns afterwards (through :meth:`learn_one`
+        or the batch methods) is learned by the delta too, and its weight is
+        added to :attr:`delta_weight`. Adding the delta to a copy of the
+        model as it was (:meth:`apply_delta`) gives this model again, exactly
+        up to rounding: model sync exchanges such deltas between workers.
+        While a delta is tracked, :attr:`columns_supported` is ``False``.
+
+        Parameters
+        ----------
+        delta
+            The delta to record into. ``None`` (default) starts an empty one
+            (a :meth:`clone` that bins like this model, see
+            :meth:`_prepare_delta`) of weight 0.
+        weight
+            The weight ``delta`` learned already.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB(half_life=3)
+        >>> model.track_delta()
+        >>> rebuilt = model.clone()
+        >>> for i, (x, y) in enumerate([({"a": 1}, "p"), ({"a": 2}, "q"), ({"a": 1}, "p")]):
+        ...     model.learn_one(x, y)
+        ...     if i != 1:
+        ...         rebuilt.apply_delta(*model.cut_delta())
+        >>> x = {"a": 1}
+        >>> abs(rebuilt.predict_proba_one(x)["p"] - model.predict_proba_one(x)["p"]) < 1e-12
+        True
+        """
+        if delta is None:
+            delta = self.clone()
+            self._prepare_delta(delta)
+            weight = 0.0
+        elif type(delta) is not type(self):
+            raise IncompatibleModelError(
+                f"a {type(self).__name__} cannot record into a {type(delta).__name__} delta"
+            )
+        self._delta = delta
+        self._delta_weight = weight
+
+    @property
+    def delta(self) -> Learner | None:
+        """The delta being recorded (see :meth:`track_delta`), or ``None``."""
+        return self._delta
+
+    @property
+    def delta_weight(self) -> float:
+        """Total weight learned into :attr:`delta` so far."""
+        return self._delta_weight
+
+    def cut_delta(self) -> tuple[Learner, float]:
+        """Return ``(delta, weight)`` recorded since the last cut and start a new delta.
+
+        Raises
+        ------
+        ConfigError
+            If no delta is tracked (call :meth:`track_delta` first).
+        """
+        delta, weight = self._delta, self._delta_weight
+        if delta is None:
+            raise ConfigError("no delta is tracked on this model; call track_delta() first")
+        self.track_delta()
+        return delta, weight
+
+    def stop_delta(self) -> None:
+        """Stop recording deltas (the current one is dropped)."""
+        self._delta = None
+        self._delta_weight = 0.0
+
+    def decay(self, weight: float) -> None:
+        """Forget as learning events of total weight ``weight`` would (``half_life`` only).
+
+        Statistics are multiplied by ``γ^weight`` with ``γ = 2^(-1/half_life)``;
+        without ``half_life`` nothing changes.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB(half_life=1)
+        >>> model.learn_one({"a": "x"}, "p")
+        >>> model.decay(2.0)
+        >>> model.to_state()["scale"]
+        0.125
+        """
+        half_life = self.half_life
+        if half_life is not None and weight > 0:
+            # true = raw × scale, so learning weight W multiplies scale by γ^W
+            scale = self._scale * 0.5 ** (weight / half_life)
+            if scale < _RENORMALISE_BELOW:
+                self._rescale(scale)
+                scale = 1.0
+            self._scale = scale
+
+    def apply_delta(self, delta: Learner, weight: float) -> None:
+        """Add a delta that learned total weight ``weight`` to this model, in place.
+
+        The model first decays as learning that weight would have made it
+        (:meth:`decay`), then merges the delta (:meth:`merge`: TAN and KDB
+        rebuild their structure there), so replaying one model's deltas in
+        order rebuilds it.
+        """
+        self.decay(weight)
+        self.merge(delta)
+
+    def defer_binning(self) -> None:
+        """Never derive numeric cut points from this model's own sample.
+
+        For learners that discretise numbers (the semi-naive ones): under
+        model sync the cut points freeze only in the shared base model, so
+        every worker bins alike. Other learners: nothing to do.
+        """
+        return None
+
+    def _prepare_delta(self, delta: Learner) -> None:
+        """Hook: make a fresh delta (a clone) record like this model, e.g. with its bins."""
+        return None
+
+    def _record_batch(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+        errors: Mapping[int, Exception],
+    ) -> None:
+        """Learn a batch's labelled, accepted events into the tracked delta.
+
+        For batch kernels that bypass :meth:`learn_one`; call it after the
+        batch when :attr:`delta` is not ``None``.
+        """
+        delta = self._delta
+        if delta is None:
+            return
+        learn = delta.learn_one
+        for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
+            if y is not None and i not in errors:
+                learn(x, y, w)
+                self._delta_weight += w
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:

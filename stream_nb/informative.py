@@ -76,24 +76,23 @@ from typing import Any
 
 import numpy as np
 
-from stream_nb._bulk import collector_paused
-from stream_nb._exceptions import ConfigError
 from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
-from stream_nb.naive_bayes.bernoulli import BernoulliNB
-from stream_nb.naive_bayes.categorical import CategoricalNB
-from stream_nb.naive_bayes.complement import ComplementNB
-from stream_nb.naive_bayes.gaussian import _MIN_EPSILON, GaussianNB
-from stream_nb.naive_bayes.mixed import NaiveBayes
-from stream_nb.naive_bayes.multinomial import MultinomialNB
-from stream_nb.seminaive._base import _Dependence, _SemiNaive, canonical
+from stream_nb.naive_bayes.gaussian import _MIN_EPSILON
 from stream_nb.seminaive._store import _log_ratio
-from stream_nb.seminaive.spode import SPODE
 
 __all__ = [
     "bernoulli_divergence",
+    "bernoulli_entries",
+    "categorical_entries",
+    "complement_entries",
     "gaussian_divergence",
+    "gaussian_entries",
     "informative_features",
+    "multinomial_entries",
+    "mutual_information",
+    "seminaive_entries",
+    "state_stats",
     "structure",
     "token_divergence_term",
 ]
@@ -189,8 +188,9 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
     Parameters
     ----------
     model
-        A stream-nb learner. Learners this module does not know (none of
-        the built-in families) give ``[]``.
+        A stream-nb learner: this is ``model.informative_features(top)``
+        (:meth:`stream_nb.base.Learner.informative_features`). A learner class
+        without scores (``capabilities.informative_features`` false) gives ``[]``.
     top
         How many entries to return; ``None`` for all.
 
@@ -215,47 +215,8 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
     >>> [(e["feature"], e["favours"], round(e["score"], 2)) for e in informative_features(model)]
     [('signal', 1, 56.25), ('noise', 1, 0.0)]
     """
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
-        raise ConfigError(f"top must be an integer >= 0 or None, got {top!r}")
-    if top == 0:
-        return []
-    with collector_paused():  # (the state of a large model is millions of small lists)
-        return _informative(model, top)
 
-
-def _informative(model: Learner, top: int | None) -> list[Entry]:
-    entries: list[Entry]
-    if isinstance(model, (NaiveBayes, CategoricalNB)):
-        # the categorical stores as the model holds them (a state would copy them twice)
-        labels, present, counts = model._categorical_stats()
-        alpha = model.alpha / model._scale
-        entries = _categorical(labels, present, counts, alpha, model.class_prior, top)
-        if isinstance(model, NaiveBayes):
-            g = model._g_to_state()
-            entries += _gaussian(g, model.var_smoothing, model.class_prior)
-        return _best(entries, top)
-    state = model.to_state()
-    stats = state["stats"]
-    scale = float(state["scale"])
-    if isinstance(model, GaussianNB):
-        entries = _gaussian(stats, model.var_smoothing, model.class_prior)
-    elif isinstance(model, MultinomialNB):
-        entries = _multinomial(stats, model.alpha / scale, model.class_prior, scale, top)
-    elif isinstance(model, ComplementNB):
-        entries = _complement(stats, model.alpha / scale, scale, top)
-    elif isinstance(model, BernoulliNB):
-        entries = _bernoulli(stats, model.alpha / scale, model.class_prior, scale, top)
-    elif isinstance(model, _SemiNaive):
-        entries = _seminaive(stats, model.alpha / scale, top)
-    else:
-        return []
-    return _best(entries, top)
-
-
-def _best(entries: list[Entry], top: int | None) -> list[Entry]:
-    """The ``top`` best entries (all with ``None``), best first, ties in learning order."""
-    entries.sort(key=lambda e: -e["score"])  # stable
-    return entries if top is None else entries[:top]
+    return model.informative_features(top)
 
 
 def structure(model: Learner) -> dict[str, Any] | None:
@@ -284,23 +245,14 @@ def structure(model: Learner) -> dict[str, Any] | None:
     >>> structure(model)
     {'parents': [{'feature': 'a', 'parents': []}, {'feature': 'b', 'parents': ['a']}]}
     """
-    if isinstance(model, _Dependence):
-        return {"parents": [{"feature": f, "parents": list(pa)} for f, pa in model.parents.items()]}
-    if isinstance(model, SPODE):
-        stats = model.to_state()["stats"]["store"]
-        features = [f for f, _ in stats["nb"]["counts"]]
-        parent = model.parent
-        if parent is None:
-            mi = _mutual_information(stats)
-            parent = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
-        shared = [parent] if parent in features else []  # an unlearned parent: NB terms
-        return {
-            "super_parent": parent,
-            "parents": [
-                {"feature": f, "parents": [] if f == parent else list(shared)} for f in features
-            ],
-        }
-    return None
+
+    return model.structure()
+
+
+def state_stats(model: Learner) -> tuple[Any, float]:
+    """``(stats, scale)`` of ``model.to_state()``: the statistics the entry builders read."""
+    state = model.to_state()
+    return state["stats"], float(state["scale"])
 
 
 # ---------------------------------------------------------------------- categorical
@@ -309,7 +261,7 @@ def _scored(labels: Sequence[Hashable], class_prior: Mapping[Hashable, float] | 
     return [y for y in labels if class_prior is None or y in class_prior]
 
 
-def _categorical(
+def categorical_entries(
     labels: Sequence[Hashable],
     present: Mapping[Any, Mapping[Hashable, float]],
     counts: Mapping[Any, Mapping[Hashable, Mapping[Hashable, float]]],
@@ -357,7 +309,7 @@ def _first(item: tuple[Any, ...]) -> Any:
 
 
 # ---------------------------------------------------------------------- Gaussian
-def _gaussian(g: Mapping[str, Any], var_smoothing: float, class_prior: Any) -> list[Entry]:
+def gaussian_entries(g: Mapping[str, Any], var_smoothing: float, class_prior: Any) -> list[Entry]:
     """``gaussian`` entries from :class:`~stream_nb.naive_bayes.gaussian._GaussianStats` state."""
     labels = [y for y, _ in g["classes"]]
     ks = [k for k, y in enumerate(labels) if class_prior is None or y in class_prior]
@@ -468,7 +420,7 @@ def _token_entries(
     ]
 
 
-def _multinomial(
+def multinomial_entries(
     stats: Mapping[str, Any], alpha: float, class_prior: Any, scale: float, top: int | None
 ) -> list[Entry]:
     class_weight = from_pairs(stats["class_weight"])
@@ -490,7 +442,7 @@ def _multinomial(
     )
 
 
-def _complement(
+def complement_entries(
     stats: Mapping[str, Any], alpha: float, scale: float, top: int | None
 ) -> list[Entry]:
     class_weight = from_pairs(stats["class_weight"])
@@ -513,7 +465,7 @@ def _complement(
     )
 
 
-def _bernoulli(
+def bernoulli_entries(
     stats: Mapping[str, Any], alpha: float, class_prior: Any, scale: float, top: int | None
 ) -> list[Entry]:
     class_weight = from_pairs(stats["class_weight"])
@@ -533,7 +485,7 @@ def _bernoulli(
 
 
 # ---------------------------------------------------------------------- semi-naive
-def _mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
+def mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
     """``I(X_f; Y)`` per feature from a PairStore state, as the structure search computes it.
 
     ``Σ_v Σ_y N(y, x_f) log(N(y, x_f) N_f / (N(y, f) N(x_f))) / N``: the maximum
@@ -560,15 +512,15 @@ def _mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
     return out
 
 
-def _seminaive(stats: Mapping[str, Any], alpha: float, top: int | None) -> list[Entry]:
+def seminaive_entries(stats: Mapping[str, Any], alpha: float, top: int | None) -> list[Entry]:
     store = stats["store"]
     nb = store["nb"]
     labels = [decode_key(y) for y, _ in nb["class_weight"]]
     present, counts = _tree(nb["present"], depth=2), _tree(nb["counts"], depth=3)
-    entries = _categorical(labels, present, counts, alpha, None, top)
+    entries = categorical_entries(labels, present, counts, alpha, None, top)
     if not entries:
         return entries
-    mi = _mutual_information(store)
+    mi = mutual_information(store)
     edges = from_pairs(stats["discretiser"]["edges"])
     for e in entries:
         e["mutual_information"] = mi[e["feature"]]

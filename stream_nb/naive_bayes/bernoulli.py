@@ -10,6 +10,7 @@ from typing import Any
 
 from stream_nb._exceptions import ConfigError
 from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
+from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, binary_on, threshold_on
 
 __all__ = ["BernoulliNB"]
@@ -118,13 +119,21 @@ class BernoulliNB(_TokenLearner):
     0.8277
     """
 
+    capabilities = Capabilities(informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import bernoulli_entries, state_stats
+
+        stats, scale = state_stats(self)
+        return bernoulli_entries(stats, self.alpha / scale, self.class_prior, scale, top)
+
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         binarize: float | None = 0.0,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_vocabulary: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

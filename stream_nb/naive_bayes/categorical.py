@@ -34,7 +34,7 @@ from stream_nb._stores import (
     tree_to_pairs,
     value_map,
 )
-from stream_nb.base import Learner
+from stream_nb.base import Capabilities, Learner
 
 __all__ = ["CategoricalNB", "load_categorical", "merge_values"]
 
@@ -107,12 +107,23 @@ class CategoricalNB(Learner):
     (4, [None, 'sunny'])
     """
 
+    capabilities = Capabilities(informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import categorical_entries
+
+        # the stores as the model holds them (a state would copy them twice)
+        labels, present, counts = self._categorical_stats()
+        return categorical_entries(
+            labels, present, counts, self.alpha / self._scale, self.class_prior, top
+        )
+
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_values_per_feature: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

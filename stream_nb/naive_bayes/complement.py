@@ -92,15 +92,21 @@ class ComplementNB(_TokenLearner):
     0.3959
     """
 
-    capabilities = Capabilities(nonnegative_counts=True)
+    capabilities = Capabilities(nonnegative_counts=True, informative_features=True)
 
     _EXTRA = ("class_tokens",)  # T_y
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import complement_entries, state_stats
+
+        stats, scale = state_stats(self)
+        return complement_entries(stats, self.alpha / scale, scale, top)
 
     def __init__(
         self,
         alpha: float = 1.0,
-        norm: bool = False,
         *,
+        norm: bool = False,
         max_vocabulary: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._params import check_class_prior, check_nonneg
 from stream_nb._state import check_mapping, encode_key, pairs
-from stream_nb.base import ABSORB, Learner, log_softmax
+from stream_nb.base import ABSORB, Capabilities, Learner, log_softmax
 from stream_nb.limits import MAX_VALUE, MAX_VAR_SMOOTHING, MIN_VARIANCE, value_out_of_range
 from stream_nb.naive_bayes._gaussian_state import check_gaussian_stats
 from stream_nb.stats import LOG_2PI, chan_merge
@@ -193,6 +193,8 @@ class _GaussianStats:
 
             out = gaussian_predict_learn_many(self, xs, ys, ws)
             if out is not None:
+                # the kernel bypasses learn_one
+                self._record_batch(xs, ys, ws, out[2])  # type: ignore[attr-defined]
                 return out
         return Learner.predict_learn_many(self, xs, ys, ws)  # type: ignore[arg-type]
 
@@ -888,11 +890,19 @@ class GaussianNB(_GaussianStats, Learner):
     1.0
     """
 
+    capabilities = Capabilities(numeric_only=True, column_kernel=True, informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import gaussian_entries, state_stats
+
+        stats, _ = state_stats(self)
+        return gaussian_entries(stats, self.var_smoothing, self.class_prior)
+
     def __init__(
         self,
         var_smoothing: float = 1e-9,
-        class_prior: Mapping[Hashable, float] | None = None,
         *,
+        class_prior: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

@@ -24,7 +24,7 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
-from stream_nb.base import Learner
+from stream_nb.base import Capabilities, Learner
 from stream_nb.limits import MAX_VAR_SMOOTHING
 from stream_nb.naive_bayes.categorical import load_categorical, merge_values
 from stream_nb.naive_bayes.gaussian import _check_number, _GaussianStats
@@ -36,7 +36,8 @@ _EMPTY: dict[Hashable, float] = {}
 
 CATEGORICAL = "categorical"
 GAUSSIAN = "gaussian"
-_KINDS = (CATEGORICAL, GAUSSIAN)
+NUMERIC = "numeric"  # the schema word the semi-naive learners use; modelled as GAUSSIAN
+_KINDS = (CATEGORICAL, NUMERIC, GAUSSIAN)
 
 #: Plans (how an event's keys split into kinds) are cached by key tuple; the
 #: cache is emptied when it reaches this size (sparse events have many key sets).
@@ -88,7 +89,9 @@ class NaiveBayes(_GaussianStats, Learner):
     var_smoothing
         Fraction of the largest numeric feature variance added to every variance.
     schema
-        Optional ``{feature: "categorical" | "gaussian"}`` overriding type inference.
+        Optional ``{feature: "categorical" | "numeric"}`` overriding type inference.
+        A ``"numeric"`` feature is modelled by one Gaussian per class; ``"gaussian"``
+        is accepted as an alias of ``"numeric"`` (the parameter keeps the word given).
     fit_prior
         Learn class priors; ``False`` gives the uniform prior ``1/K``.
     class_prior
@@ -125,14 +128,25 @@ class NaiveBayes(_GaussianStats, Learner):
         "numbers, or pass schema={{{feature!r}: 'categorical'}} to treat it as categorical"
     )
 
+    capabilities = Capabilities(column_kernel=True, informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import categorical_entries, gaussian_entries
+
+        labels, present, counts = self._categorical_stats()
+        alpha = self.alpha / self._scale
+        entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
+        entries += gaussian_entries(self._g_to_state(), self.var_smoothing, self.class_prior)
+        return entries
+
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         var_smoothing: float = 1e-9,
         schema: Mapping[str, str] | None = None,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_values_per_feature: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
@@ -150,7 +164,7 @@ class NaiveBayes(_GaussianStats, Learner):
         self._g_init()
         # the kind of every feature met so far (and of every schema feature)
         self._kinds: dict[Hashable, str] = {}
-        self._kinds.update(self.schema or {})
+        self._kinds.update(_schema_kinds(self.schema))
         self._plans: dict[tuple[str, ...], _Plan] = {}
         # categorical statistics, laid out as CategoricalNB's:
         # N_{y,i}: feature -> class -> weight; N_{y,i,v}: feature -> value -> class -> weight
@@ -396,7 +410,7 @@ class NaiveBayes(_GaussianStats, Learner):
         ):
             raise ModelStateError("stats.kinds: feature statistics do not match the feature kinds")
         for f, kind in kinds.items():
-            if (self.schema or {}).get(f, kind) != kind:  # type: ignore[call-overload]
+            if _schema_kinds(self.schema).get(f, kind) != kind:
                 raise ModelStateError(f"stats.kinds[{f!r}]: {kind!r} contradicts the schema")
         n_features = len(self._features) + len(present)
         if self.max_features is not None and n_features > self.max_features:
@@ -416,12 +430,17 @@ class NaiveBayes(_GaussianStats, Learner):
         return classes, features + len(self._present), stored
 
 
+def _schema_kinds(schema: Mapping[str, str] | None) -> dict[Hashable, str]:
+    """The feature kinds a schema fixes, with ``"numeric"`` spelled as the model's Gaussian kind."""
+    return {f: GAUSSIAN if k == NUMERIC else k for f, k in (schema or {}).items()}
+
+
 def _check_schema(schema: Any) -> dict[str, str] | None:
     if schema is None:
         return None
     if not isinstance(schema, Mapping):
         raise ConfigError(
-            f"schema must be a mapping feature -> 'categorical' | 'gaussian', got {schema!r}"
+            f"schema must be a mapping feature -> 'categorical' | 'numeric', got {schema!r}"
         )
     out: dict[str, str] = {}
     for feature, kind in schema.items():
@@ -431,7 +450,8 @@ def _check_schema(schema: Any) -> dict[str, str] | None:
             raise ConfigError(f"schema: {exc}") from None
         if kind not in _KINDS:
             raise ConfigError(
-                f"schema[{feature!r}] must be 'categorical' or 'gaussian', got {kind!r}"
+                f"schema[{feature!r}] must be 'categorical' or 'numeric' (alias 'gaussian'), "
+                f"got {kind!r}"
             )
         out[feature] = kind
     return out

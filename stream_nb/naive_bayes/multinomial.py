@@ -82,16 +82,22 @@ class MultinomialNB(_TokenLearner):
     0.4957
     """
 
-    capabilities = Capabilities(nonnegative_counts=True)
+    capabilities = Capabilities(nonnegative_counts=True, informative_features=True)
 
     _EXTRA = ("class_tokens",)  # T_y
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import multinomial_entries, state_stats
+
+        stats, scale = state_stats(self)
+        return multinomial_entries(stats, self.alpha / scale, self.class_prior, scale, top)
 
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
-        *,
         max_vocabulary: int | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,

@@ -43,7 +43,7 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb._stores import capped
-from stream_nb.base import Learner
+from stream_nb.base import Capabilities, Learner
 from stream_nb.seminaive._store import OTHER, Item, Node, PairStore, add_vector, load_vector
 from stream_nb.seminaive.discretise import Discretiser, check_bin_edges, check_binnable
 
@@ -144,6 +144,14 @@ class _SemiNaive(Learner):
 
     #: Keep pair counts in a dense numpy block while it is small (see ``_dense``).
     _dense_pairs = False
+
+    capabilities = Capabilities(informative_features=True)
+
+    def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
+        from stream_nb.informative import seminaive_entries, state_stats
+
+        stats, scale = state_stats(self)
+        return seminaive_entries(stats, self.alpha / scale, top)
 
     def __init__(
         self,
@@ -518,6 +526,26 @@ class _SemiNaive(Learner):
     ) -> None:
         """Hook: merge subclass statistics (called before the store merge)."""
 
+    # ------------------------------------------------------------------ model deltas
+    def defer_binning(self) -> None:
+        """Cut points freeze only from a merge, never from this model's own sample.
+
+        Values of features still warming up stay raw (pending, with their
+        sample) until a merged model brings frozen cut points: under model
+        sync the shared base model decides them, so every worker bins alike.
+        """
+        self._disc.warmup = math.inf
+
+    def _prepare_delta(self, delta: Learner) -> None:
+        # a delta bins with this model's frozen cut points and never freezes its own;
+        # values of features still warming up stay raw in it, to be binned by the
+        # model it is merged into
+        assert isinstance(delta, _SemiNaive)
+        target = delta._disc
+        for feature, edges in self._disc.edges.items():
+            target.edges.setdefault(feature, list(edges))
+        target.warmup = math.inf
+
     def _rescale(self, factor: float) -> None:
         self._store.rescale(factor)
         for entry in self._pending:
@@ -615,6 +643,12 @@ class _Dependence(_SemiNaive):
     """
 
     _dense_pairs = True
+
+    capabilities = Capabilities(informative_features=True, structure=True)
+
+    def structure(self) -> dict[str, Any] | None:
+        """The parents of each feature at the last rebuild (:meth:`Learner.structure`)."""
+        return {"parents": [{"feature": f, "parents": list(pa)} for f, pa in self.parents.items()]}
 
     def __init__(self, rebuild_every: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -61,6 +61,7 @@ class AODE(_SemiNaive):
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         min_parent_count: float = 1.0,
         max_values_per_feature: int | None = 100,
         n_bins: int = 10,
@@ -68,7 +69,6 @@ class AODE(_SemiNaive):
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
-        *,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

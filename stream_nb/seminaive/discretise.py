@@ -215,7 +215,8 @@ class Discretiser:
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
     ) -> None:
         self.n_bins = n_bins
-        self.warmup = warmup
+        # ``math.inf``: never freeze from the own sample (model sync, see Learner.defer_binning)
+        self.warmup: float = warmup
         self.edges: dict[Hashable, list[float]] = {f: list(e) for f, e in (bin_edges or {}).items()}
         # feature -> [values, weights, total weight]
         self.samples: dict[Hashable, list[Any]] = {}

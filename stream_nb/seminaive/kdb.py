@@ -61,6 +61,7 @@ class KDB(_Dependence):
     def __init__(
         self,
         k: int = 2,
+        *,
         alpha: float = 1.0,
         rebuild_every: int = 1000,
         min_parent_count: float = 1.0,
@@ -70,7 +71,6 @@ class KDB(_Dependence):
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
-        *,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from stream_nb.base import Capabilities
 from stream_nb.seminaive._base import _SemiNaive, canonical, check_feature_name
 from stream_nb.seminaive._store import Item
 
@@ -71,9 +72,34 @@ class SPODE(_SemiNaive):
     'play'
     """
 
+    capabilities = Capabilities(informative_features=True, structure=True)
+
+    def structure(self) -> dict[str, Any] | None:
+        """Every feature's parent is the super-parent (:meth:`Learner.structure`).
+
+        ``"super_parent"`` is the ``parent`` parameter, or the feature with the
+        largest ``I(X_f; Y)`` as the model chooses it.
+        """
+        from stream_nb.informative import mutual_information
+
+        stats = self.to_state()["stats"]["store"]
+        features = [f for f, _ in stats["nb"]["counts"]]
+        parent = self.parent
+        if parent is None:
+            mi = mutual_information(stats)
+            parent = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
+        shared = [parent] if parent in features else []  # an unlearned parent: NB terms
+        return {
+            "super_parent": parent,
+            "parents": [
+                {"feature": f, "parents": [] if f == parent else list(shared)} for f in features
+            ],
+        }
+
     def __init__(
         self,
         parent: Hashable | None = None,
+        *,
         alpha: float = 1.0,
         min_parent_count: float = 1.0,
         max_values_per_feature: int | None = 100,
@@ -82,7 +108,6 @@ class SPODE(_SemiNaive):
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
-        *,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

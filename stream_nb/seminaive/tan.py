@@ -64,6 +64,7 @@ class TAN(_Dependence):
     def __init__(
         self,
         alpha: float = 1.0,
+        *,
         rebuild_every: int = 1000,
         min_parent_count: float = 1.0,
         max_values_per_feature: int | None = 100,
@@ -72,7 +73,6 @@ class TAN(_Dependence):
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
-        *,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,

@@ -366,3 +366,59 @@ def test_deeply_nested_untrusted_state_is_a_model_state_error() -> None:
     state["params"]["alpha"] = nested
     with pytest.raises(ModelStateError, match="malformed CategoricalNB state"):
         Learner.from_state(state)
+
+
+# ---------------------------------------------------------------- capabilities and deltas
+def _learner_classes():
+    import stream_nb
+
+    return [
+        getattr(stream_nb, name)
+        for name in stream_nb.__all__
+        if isinstance(getattr(stream_nb, name), type)
+        and issubclass(getattr(stream_nb, name), Learner)
+        and getattr(stream_nb, name) is not Learner
+    ]
+
+
+@pytest.mark.parametrize("cls", _learner_classes(), ids=lambda c: c.__name__)
+def test_declared_capabilities_match_what_the_class_implements(cls):
+    caps = cls.capabilities
+    assert caps.column_kernel == (cls.predict_learn_columns is not Learner.predict_learn_columns)
+    assert caps.informative_features == (
+        cls._informative_entries is not Learner._informative_entries
+    )
+    assert caps.structure == (cls.structure is not Learner.structure)
+
+
+def test_a_tracked_delta_records_the_batch_kernel_and_turns_columns_off():
+    from stream_nb import GaussianNB
+
+    model = GaussianNB()
+    xs = [{"a": float(i % 5), "b": float(i % 3)} for i in range(300)]
+    ys = [i % 2 for i in range(300)]
+    model.predict_learn_many(xs[:100], ys[:100], [1.0] * 100)
+    assert model.columns_supported
+    base = Learner.from_state(model.to_state())
+    model.track_delta()
+    assert not model.columns_supported
+    model.predict_learn_many(xs[100:], ys[100:], [1.0] * 200)  # the vectorised kernel
+    delta, weight = model.cut_delta()
+    assert (weight, delta.n_learned) == (200.0, 200)
+    base.apply_delta(delta, weight)
+    assert base.to_state()["stats"]["n"] == model.to_state()["stats"]["n"]
+    for x in xs[:20]:  # Chan's merge of the moments equals learning them, to rounding
+        rebuilt, learned = base.predict_proba_one(x), model.predict_proba_one(x)
+        assert rebuilt.keys() == learned.keys()
+        assert all(math.isclose(rebuilt[c], learned[c], rel_tol=1e-12) for c in learned)
+    model.stop_delta()
+    assert model.columns_supported and model.delta is None
+
+
+def test_delta_api_errors_name_the_fix():
+    from stream_nb import CategoricalNB, GaussianNB
+
+    with pytest.raises(ConfigError, match="track_delta"):
+        CategoricalNB().cut_delta()
+    with pytest.raises(IncompatibleModelError, match="cannot record into a GaussianNB"):
+        CategoricalNB().track_delta(GaussianNB())

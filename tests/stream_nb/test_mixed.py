@@ -270,7 +270,7 @@ def test_unknown_features_are_ignored_when_predicting() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"schema": {"a": "numeric"}}, "must be 'categorical' or 'gaussian'"),
+        ({"schema": {"a": "number"}}, "must be 'categorical' or 'numeric'"),
         ({"schema": ["a"]}, "schema must be a mapping"),
         ({"alpha": 0}, "alpha must be positive"),
         ({"var_smoothing": -1.0}, "var_smoothing"),
@@ -384,3 +384,28 @@ def test_property_matches_reference(events: list[Event], probe: dict[str, Any]) 
     if learned:
         assert math.fsum(math.exp(v) for v in got.values()) == pytest.approx(1.0, abs=1e-9)
     assert_close(got, reference_log_proba(learned, probe, var_smoothing=1e-3), 1e-7)
+
+
+def test_schema_says_numeric_like_the_seminaive_learners_and_gaussian_stays_an_alias():
+    from stream_nb import Learner, NaiveBayes
+
+    events = [({"n": float(i % 7), "c": str(i % 3)}, i % 2) for i in range(60)]
+    models = {
+        word: NaiveBayes(schema={"n": word, "c": "categorical"}) for word in ("numeric", "gaussian")
+    }
+    for model in models.values():
+        for x, y in events:
+            model.learn_one(x, y)
+    numeric, gaussian = models["numeric"], models["gaussian"]
+    assert numeric.kinds() == gaussian.kinds() == {"n": "gaussian", "c": "categorical"}
+    assert numeric.predict_log_proba_one({"n": 2.5, "c": "1"}) == gaussian.predict_log_proba_one(
+        {"n": 2.5, "c": "1"}
+    )
+    # each keeps the word it was given, and its state round-trips unchanged
+    for word, model in models.items():
+        state = model.to_state()
+        assert model.schema["n"] == word
+        assert Learner.from_state(state).to_state() == state
+    # an unknown kind names both words
+    with pytest.raises(ConfigError, match="'categorical' or 'numeric'"):
+        NaiveBayes(schema={"n": "number"})
