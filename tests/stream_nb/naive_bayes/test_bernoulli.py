@@ -23,38 +23,16 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles import Event, decayed_weights, normalise
 
 import stream_nb.naive_bayes.bernoulli as bernoulli_module
 from stream_nb import BernoulliNB, ConfigError, InvalidEventError, Learner
-
-Event = tuple[dict[str, Any], Hashable, float]
 
 #: Agreement required between the learner and the brute-force reference.
 TOLERANCE = 1e-9
 
 
 # ------------------------------------------------------------------ brute force
-def decayed_weights(events: Sequence[Event], half_life: float | None) -> list[float]:
-    """True weight of each event now: ``w_i × γ^(Σ_{j>i} w_j)``."""
-    if half_life is None:
-        return [w for _, _, w in events]
-    gamma = 2.0 ** (-1.0 / half_life)
-    out = []
-    after = 0.0
-    for _, _, w in reversed(events):
-        out.append(w * gamma**after)
-        after += w
-    return out[::-1]
-
-
-def normalise(scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    if not scores:
-        return {}
-    m = max(scores.values())
-    lse = m + math.log(math.fsum(math.exp(v - m) for v in scores.values()))
-    return {c: v - lse for c, v in scores.items()}
-
-
 def is_on(value: Any, binarize: float | None) -> bool:
     return bool(value == 1) if binarize is None else value > binarize
 

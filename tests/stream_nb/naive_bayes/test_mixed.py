@@ -22,13 +22,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_gaussian import (
-    Event,
-    assert_close,
-    decayed_weights,
-    gaussian_terms,
-    log_normalise,
-)
+from oracles import Event, decayed_weights, normalise
+from test_gaussian import assert_close, gaussian_terms
 
 from stream_nb import (
     CategoricalNB,
@@ -99,7 +94,7 @@ def reference_log_proba(
             n_yf = math.fsum(w for _, c, w in learned if c == y)
             n_yfv = math.fsum(w for v, c, w in learned if c == y and v == value)
             jll[y] += math.log((n_yfv + alpha) / (n_yf + s_f * alpha))
-    return log_normalise(jll)
+    return normalise(jll)
 
 
 def mixed_events(seed: int, n: int, weighted: bool = True) -> list[Event]:

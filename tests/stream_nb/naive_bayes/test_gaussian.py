@@ -24,30 +24,17 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles import Event, decayed_weights, normalise
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
 from stream_nb import ConfigError, GaussianNB, InvalidEventError, Learner
 from stream_nb.naive_bayes.gaussian import _MIN_EPSILON
-
-Event = tuple[dict[str, Any], Hashable, float]
 
 #: Agreement between learner and reference: |Δ| ≤ TOLERANCE × max(1, |value|).
 TOLERANCE = 1e-9
 
 
 # ------------------------------------------------------------------ brute force
-def decayed_weights(events: Sequence[Event], half_life: float | None) -> list[float]:
-    """True weight of each event now: ``w_i × γ^(Σ_{j>i} w_j)``."""
-    if half_life is None:
-        return [w for _, _, w in events]
-    gamma = 2.0 ** (-1.0 / half_life)
-    out, after = [], 0.0
-    for _, _, w in reversed(events):
-        out.append(w * gamma**after)
-        after += w
-    return out[::-1]
-
-
 def weighted_moments(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
     """(Σw, weighted mean, population variance) by two passes."""
     n = math.fsum(w for _, w in pairs)
@@ -112,13 +99,7 @@ def reference_log_proba(
     else:
         jll = {y: math.log(class_prior[y]) for y in n_y if y in class_prior}
     terms = gaussian_terms(events, weights, x, list(jll), var_smoothing)
-    return log_normalise({y: jll[y] + terms[y] for y in jll})
-
-
-def log_normalise(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    top = max(jll.values())
-    lse = top + math.log(math.fsum(math.exp(v - top) for v in jll.values()))
-    return {y: v - lse for y, v in jll.items()}
+    return normalise({y: jll[y] + terms[y] for y in jll})
 
 
 def assert_close(

@@ -22,29 +22,15 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles import Event, decayed_weights, normalise
 
 from stream_nb import CategoricalNB, ConfigError, InvalidEventError, Learner
-
-Event = tuple[dict[str, Any], Hashable, float]
 
 #: Agreement required between the learner and the brute-force reference.
 TOLERANCE = 1e-9
 
 
 # ------------------------------------------------------------------ brute force
-def decayed_weights(events: Sequence[Event], half_life: float | None) -> list[float]:
-    """True weight of each event now: ``w_i × γ^(Σ_{j>i} w_j)``."""
-    if half_life is None:
-        return [w for _, _, w in events]
-    gamma = 2.0 ** (-1.0 / half_life)
-    out = []
-    after = 0.0
-    for _, _, w in reversed(events):
-        out.append(w * gamma**after)
-        after += w
-    return out[::-1]
-
-
 def reference_log_proba(
     events: Sequence[Event],
     x: Mapping[str, Any],
@@ -83,9 +69,7 @@ def reference_log_proba(
             n_yi = sum(w for _, c, w in learned if c == y)
             n_yiv = sum(w for v, c, w in learned if c == y and v == value)
             jll[y] += math.log((n_yiv + alpha) / (n_yi + s_i * alpha))
-    top = max(jll.values())
-    lse = top + math.log(math.fsum(math.exp(v - top) for v in jll.values()))
-    return {y: v - lse for y, v in jll.items()}
+    return normalise(jll)
 
 
 def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) -> None:
