@@ -200,21 +200,9 @@ def gaussian_predict_learn_columns(
     n_classes = len(labels)
     if n_classes == 0 or model._missing or model._maxvar <= 0.0:
         return None
-    categorical: tuple[str, ...] = ()
     gaussian: tuple[Hashable, ...] = model._order
-    if hasattr(model, "_plans"):  # NaiveBayes: the cached split of these names by kind
-        plan = model._plans.get(names)
-        if plan is None and model._kinds.keys() >= set(names):
-            # every kind is known: the plan is determined (and cached) whether or not an
-            # earlier event built it, so the result does not depend on the cache's history
-            # (e.g. a model just restored from its state)
-            plan = model._plan(dict.fromkeys(names), False)
-        if plan is None or plan.gaussian != gaussian:
-            return None
-        categorical = plan.categorical
-        if any(f not in model._counts for f in categorical):
-            return None
-    elif names != gaussian:
+    categorical: tuple[str, ...] | None = model._column_split(names)
+    if categorical is None:
         return None
     if not gaussian or len(columns) != len(names):
         return None
@@ -267,9 +255,7 @@ def gaussian_predict_learn_columns(
     # --- categorical codes, checked before any statistic changes. Codes come from a
     # value -> code map kept on the model across batches (not a statistic: never
     # saved, and a stale code only names a value, whose counts are read afresh).
-    vocabularies = model.__dict__.get("_kernel_codes")
-    if vocabularies is None:
-        vocabularies = model.__dict__["_kernel_codes"] = {}
+    vocabularies = model._kernel_codes
     cat_codes: list[tuple[list[Any], np.ndarray, list[int]]] = []
     for f, col in zip(categorical, cat_values, strict=True):
         vocabulary = vocabularies.get(f)

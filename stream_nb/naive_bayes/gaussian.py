@@ -112,6 +112,7 @@ class _GaussianStats:
         "_gvar",
         "_gvar_stale",
         "_index",
+        "_kernel_codes",
         "_labels",
         "_m2",
         "_maxvar",
@@ -229,6 +230,14 @@ class _GaussianStats:
         return None
 
     # ------------------------------------------------------------------ setup
+    def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The categorical features of a column batch with keys ``names``, for the kernel.
+
+        ``()`` when ``names`` are exactly this model's Gaussian features in
+        order; ``None`` when the column kernel cannot take such a batch.
+        """
+        return () if names == self._order else None
+
     def _g_init(self) -> None:
         self._labels: list[Hashable] = []
         self._index: dict[Hashable, int] = {}
@@ -237,6 +246,9 @@ class _GaussianStats:
         self._features: list[Hashable] = []
         self._fidx: dict[Hashable, int] = {}
         self._order: tuple[Hashable, ...] = ()
+        # the column kernel's value -> code map per categorical feature (NaiveBayes;
+        # not a statistic: never saved, and a stale code only names a value)
+        self._kernel_codes: dict[Hashable, tuple[dict[Any, int], list[Any]]] = {}
         self._n: list[list[float]] = []
         self._mean: list[list[float]] = []
         self._m2: list[list[float]] = []

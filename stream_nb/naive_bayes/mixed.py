@@ -185,6 +185,19 @@ class NaiveBayes(_GaussianStats, Learner):
     def _n_features(self) -> int:
         return len(self._fidx) + len(self._present)
 
+    def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        plan = self._plans.get(names)
+        if plan is None and self._kinds.keys() >= set(names):
+            # every kind is known: the plan is determined (and cached) whether or not an
+            # earlier event built it, so the result does not depend on the cache's history
+            # (e.g. a model just restored from its state)
+            plan = self._plan(dict.fromkeys(names), False)
+        if plan is None or plan.gaussian != self._order:
+            return None
+        if any(f not in self._counts for f in plan.categorical):
+            return None
+        return plan.categorical
+
     def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
         """The labels and the categorical stores as held (raw units, not copies: read
         only), for :mod:`stream_nb.informative`, as :class:`~stream_nb.CategoricalNB`."""
