@@ -66,7 +66,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from stream_nb._bulk import collector_paused
@@ -499,6 +499,38 @@ class Learner(abc.ABC):
         if x.__class__ is not dict:
             x = check_mapping(x)
         return self._joint_log_likelihood(x)
+
+    def class_weights(self) -> dict[Hashable, float]:
+        """The weight learned for each class, in learning order (decayed with ``half_life``).
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB(half_life=1)
+        >>> model.learn_one({"sky": "sun"}, "play")
+        >>> model.learn_one({"sky": "rain"}, "stay")
+        >>> model.class_weights()
+        {'play': 0.5, 'stay': 1.0}
+        """
+        scale = self._scale
+        return {y: w * scale for y, w in self._raw_class_weights()}
+
+    def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
+        """Hook: ``(label, weight in raw units)`` of every class, in learning order."""
+        return ()
+
+    def feature_names(self) -> list[Hashable]:
+        """The features the model holds statistics for (or knows the kind of).
+
+        Examples
+        --------
+        >>> from stream_nb import GaussianNB
+        >>> model = GaussianNB()
+        >>> model.learn_one({"height": 1.8, "weight": 80.0}, "m")
+        >>> model.feature_names()
+        ['height', 'weight']
+        """
+        return []
 
     def informative_features(self, top: int | None = 10) -> list[dict[str, Any]]:
         """The ``top`` most informative features of this model, best first.

@@ -78,7 +78,7 @@ import numpy as np
 
 from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
-from stream_nb.naive_bayes.gaussian import _MIN_EPSILON
+from stream_nb.naive_bayes._gaussian_stats import _MIN_EPSILON
 from stream_nb.seminaive._store import _log_ratio
 
 __all__ = [
@@ -310,7 +310,8 @@ def _first(item: tuple[Any, ...]) -> Any:
 
 # ---------------------------------------------------------------------- Gaussian
 def gaussian_entries(g: Mapping[str, Any], var_smoothing: float, class_prior: Any) -> list[Entry]:
-    """``gaussian`` entries from :class:`~stream_nb.naive_bayes.gaussian._GaussianStats` state."""
+    """``gaussian`` entries from a Gaussian statistics state
+    (:meth:`stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.to_state`)."""
     labels = [y for y, _ in g["classes"]]
     ks = [k for k, y in enumerate(labels) if class_prior is None or y in class_prior]
     if len(ks) < 2:

@@ -1235,28 +1235,15 @@ def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 
 def _describe(args: argparse.Namespace, body: dict[str, Any], learner: Learner) -> dict[str, Any]:
     """The ``inspect`` output for a snapshot's body and model."""
-    prior = stream_nb.base.log_softmax(learner._joint_log_likelihood({}))
-    # semi-naive learners keep their single counts in a CategoricalNB inside their store
-    base = getattr(getattr(learner, "_store", None), "nb", learner)
-    class_weight = getattr(base, "_class_weight", None)
-    labels, weights = getattr(learner, "_labels", None), getattr(learner, "_cw", None)
-    if (
-        not isinstance(class_weight, dict)
-        and isinstance(labels, list)
-        and isinstance(weights, list)
-    ):
-        class_weight = dict(zip(labels, weights, strict=False))  # Gaussian-family layout
+    prior = stream_nb.base.log_softmax(learner.joint_log_likelihood_one({}))
+    class_weight = learner.class_weights()
     classes = []
     for c, lp in prior.items():
         entry: dict[str, Any] = {"label": c, "prior": math.exp(lp)}
-        if isinstance(class_weight, dict) and c in class_weight:
-            entry["count"] = class_weight[c] * learner._scale
+        if c in class_weight:
+            entry["count"] = class_weight[c]
         classes.append(entry)
-    features: set[Any] = set()
-    for attribute in ("_kinds", "_features", "_present", "_counts"):
-        found = getattr(base, attribute, None)
-        if isinstance(found, (dict, list)):
-            features.update(found)
+    features = set(learner.feature_names())
     out = {
         "path": str(args.snapshot),
         "created": body.get("created"),

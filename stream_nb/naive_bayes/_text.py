@@ -22,7 +22,7 @@ both are set, whichever is reached first applies.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from numbers import Real
 from typing import Any
 
@@ -222,6 +222,12 @@ class _TokenLearner(Learner):
     #: A token with value 0 is learned into the vocabulary (Bernoulli: every
     #: feature present is; count learners: only positive counts are).
     _LEARNS_ZEROS = False
+
+    def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
+        return self._class_weight.items()
+
+    def feature_names(self) -> list[Hashable]:
+        return list(self._counts)
 
     def __init__(
         self,

@@ -195,12 +195,13 @@ def gaussian_predict_learn_columns(
     b = len(ys)
     if b < MIN_BATCH or model.half_life is not None or model.class_prior is not None:
         return None
-    labels = model._labels
-    index = model._index
+    g = model.gaussian  # the Gaussian statistics this kernel updates
+    labels = g.labels
+    index = g.class_index
     n_classes = len(labels)
-    if n_classes == 0 or model._missing or model._maxvar <= 0.0:
+    if n_classes == 0 or g.missing or g.max_var <= 0.0:
         return None
-    gaussian: tuple[Hashable, ...] = model._order
+    gaussian: tuple[Hashable, ...] = g.order
     categorical: tuple[str, ...] | None = model._column_split(names)
     if categorical is None:
         return None
@@ -255,7 +256,7 @@ def gaussian_predict_learn_columns(
     # --- categorical codes, checked before any statistic changes. Codes come from a
     # value -> code map kept on the model across batches (not a statistic: never
     # saved, and a stale code only names a value, whose counts are read afresh).
-    vocabularies = model._kernel_codes
+    vocabularies = g.kernel_codes
     cat_codes: list[tuple[list[Any], np.ndarray, list[int]]] = []
     for f, col in zip(categorical, cat_values, strict=True):
         vocabulary = vocabularies.get(f)
@@ -279,17 +280,17 @@ def gaussian_predict_learn_columns(
         in_batch = np.flatnonzero(np.bincount(code_arr, minlength=len(code_values))).tolist()
         cat_codes.append((code_values, code_arr, in_batch))
 
-    model._g_sync()  # materialise lazily kept weights and variances
+    g.sync()  # materialise lazily kept weights and variances
     # Layout F × K × B (feature, class, event): the events run along the last,
     # contiguous axis, so every numpy loop is B long (a short last axis costs ~10x),
     # and the sums over features are over the leading axis.
-    n0 = np.array(model._n).T  # F × K
-    mean0 = np.array(model._mean).T
-    m20 = np.array(model._m2).T
-    gn0 = np.array(model._gn)  # F
-    gmean0 = np.array(model._gmean)
-    gm20 = np.array(model._gm2)
-    cw0 = np.array(model._cw)
+    n0 = np.array(g.n).T  # F × K
+    mean0 = np.array(g.mean).T
+    m20 = np.array(g.m2).T
+    gn0 = np.array(g.all_n)  # F
+    gmean0 = np.array(g.all_mean)
+    gm20 = np.array(g.all_m2)
+    cw0 = np.array(g.class_weight)
 
     # --- per-class Gaussian statistics before every event: F × K × B
     # (in place where possible: fewer temporaries stay in the CPU caches)
@@ -333,10 +334,10 @@ def gaussian_predict_learn_columns(
     # K × B
     jll = -0.5 * (len(gaussian) * LOG_2PI + _sum_of_logs(v) + z2.sum(axis=0))
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
-    if model._fit_prior:
-        alpha = model._prior_alpha
+    if g.fit_prior:
+        alpha = g.prior_alpha
         cw = cw0[:, None] + wc
-        den = model._total + learned_before + n_classes * alpha
+        den = g.total_weight + learned_before + n_classes * alpha
         jll += np.log(cw + alpha) - np.log(den)[None, :]
     else:
         jll -= math.log(n_classes)
@@ -427,14 +428,14 @@ def gaussian_predict_learn_columns(
     gm2_end = np.maximum(gm20 + g2 - g1 * g1 / gn_end, 0.0)
     if not (np.isfinite(m2_end).all() and np.isfinite(gm2_end).all()):
         return None  # a batch sum squared past the double range: the per-event path
-    model._n = n_end.T.tolist()
-    model._mean = (mean0 + t1 / n_end).T.tolist()
-    model._m2 = m2_end.T.tolist()
-    model._gn = gn_end.tolist()
-    model._gmean = (gmean0 + g1 / gn_end).tolist()
-    model._gm2 = gm2_end.tolist()
-    cw_list = model._cw
-    total = model._total
+    g.n = n_end.T.tolist()
+    g.mean = (mean0 + t1 / n_end).T.tolist()
+    g.m2 = m2_end.T.tolist()
+    g.all_n = gn_end.tolist()
+    g.all_mean = (gmean0 + g1 / gn_end).tolist()
+    g.all_m2 = gm2_end.tolist()
+    cw_list = g.class_weight
+    total = g.total_weight
     # per class: (label, learned weight); unit weights give exact integer sums
     class_weights = [(labels[k], c) for k, c in enumerate(wk.tolist()) if c]
     if unit:
@@ -446,8 +447,8 @@ def gaussian_predict_learn_columns(
             if y is not None:
                 cw_list[index[y]] += wi
                 total += wi
-    model._total = total
-    model._g_derive()
+    g.total_weight = total
+    g.derive()
     for f, col, (code_values, _, _), offset in zip(
         categorical, cat_values, cat_codes, offsets if categorical else (), strict=True
     ):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from stream_nb._exceptions import ModelStateError
@@ -108,6 +108,12 @@ class CategoricalNB(Learner):
     """
 
     capabilities = Capabilities(informative_features=True)
+
+    def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
+        return self._class_weight.items()
+
+    def feature_names(self) -> list[Hashable]:
+        return list(self._present)
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import categorical_entries

@@ -24,10 +24,11 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
-from stream_nb.base import Capabilities, Learner
+from stream_nb.base import Capabilities
 from stream_nb.limits import MAX_VAR_SMOOTHING
+from stream_nb.naive_bayes._gaussian_stats import _check_number
 from stream_nb.naive_bayes.categorical import load_categorical, merge_values
-from stream_nb.naive_bayes.gaussian import _check_number, _GaussianStats
+from stream_nb.naive_bayes.gaussian import _GaussianLearner
 
 __all__ = ["NaiveBayes"]
 
@@ -57,7 +58,7 @@ def _kind_of(value: Any) -> str:
     return CATEGORICAL
 
 
-class NaiveBayes(_GaussianStats, Learner):
+class NaiveBayes(_GaussianLearner):
     """Naive Bayes for events with both categorical and numeric features.
 
     Each feature is *categorical* or *Gaussian*. ``schema`` fixes the kind of
@@ -130,13 +131,16 @@ class NaiveBayes(_GaussianStats, Learner):
 
     capabilities = Capabilities(column_kernel=True, informative_features=True)
 
+    def feature_names(self) -> list[Hashable]:
+        return list(self._kinds)  # every feature met, and the schema's
+
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import categorical_entries, gaussian_entries
 
         labels, present, counts = self._categorical_stats()
         alpha = self.alpha / self._scale
         entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
-        entries += gaussian_entries(self._g_to_state(), self.var_smoothing, self.class_prior)
+        entries += gaussian_entries(self.gaussian.to_state(), self.var_smoothing, self.class_prior)
         return entries
 
     def __init__(
@@ -159,9 +163,7 @@ class NaiveBayes(_GaussianStats, Learner):
         self.schema = _check_schema(schema)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
-        self._prior_alpha = self.alpha
-        self._fit_prior = self.fit_prior
-        self._g_init()
+        self.gaussian = self._new_gaussian(prior_alpha=self.alpha, fit_prior=self.fit_prior)
         # the kind of every feature met so far (and of every schema feature)
         self._kinds: dict[Hashable, str] = {}
         self._kinds.update(_schema_kinds(self.schema))
@@ -183,7 +185,7 @@ class NaiveBayes(_GaussianStats, Learner):
         }
 
     def _n_features(self) -> int:
-        return len(self._fidx) + len(self._present)
+        return len(self.gaussian.feature_index) + len(self._present)
 
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         plan = self._plans.get(names)
@@ -192,7 +194,7 @@ class NaiveBayes(_GaussianStats, Learner):
             # earlier event built it, so the result does not depend on the cache's history
             # (e.g. a model just restored from its state)
             plan = self._plan(dict.fromkeys(names), False)
-        if plan is None or plan.gaussian != self._order:
+        if plan is None or plan.gaussian != self.gaussian.order:
             return None
         if any(f not in self._counts for f in plan.categorical):
             return None
@@ -201,7 +203,7 @@ class NaiveBayes(_GaussianStats, Learner):
     def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
         """The labels and the categorical stores as held (raw units, not copies: read
         only), for :mod:`stream_nb.informative`, as :class:`~stream_nb.CategoricalNB`."""
-        return list(self._labels), self._present, self._counts
+        return list(self.gaussian.labels), self._present, self._counts
 
     def _bucket_columns(
         self, features: Sequence[Hashable], columns: list[Sequence[Any]]
@@ -277,7 +279,7 @@ class NaiveBayes(_GaussianStats, Learner):
         if plan is None:
             plan = self._plan(x, learning=True)
         if plan.all_gaussian:
-            self._g_learn(x, y, w)  # validates before changing anything
+            self.gaussian.learn(x, y, w)  # validates before changing anything
             if fresh:
                 self._fix_kinds(plan.gaussian, GAUSSIAN)
             return
@@ -285,7 +287,7 @@ class NaiveBayes(_GaussianStats, Learner):
         for f, value in cat:
             if value.__class__ not in CATEGORY_TYPES:
                 check_categories(x, (f,))
-        self._g_learn({f: x[f] for f in plan.gaussian}, y, w)
+        self.gaussian.learn({f: x[f] for f in plan.gaussian}, y, w)
         present = self._present
         counts = self._counts
         cap = self.max_values_per_feature
@@ -314,7 +316,7 @@ class NaiveBayes(_GaussianStats, Learner):
     def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
         """Record the kind of the features that now have statistics."""
         kinds = self._kinds
-        learned = self._fidx if kind == GAUSSIAN else self._present
+        learned = self.gaussian.feature_index if kind == GAUSSIAN else self._present
         for f in features:
             if f in learned:
                 kinds.setdefault(f, kind)
@@ -325,8 +327,8 @@ class NaiveBayes(_GaussianStats, Learner):
         if plan is None:
             plan = self._plan(x, learning=False)
         if plan.all_gaussian:
-            return self._g_joint_log_likelihood(x)
-        jll = self._g_joint_log_likelihood({f: x[f] for f in plan.gaussian})
+            return self.gaussian.joint_log_likelihood(x, self._scale)
+        jll = self.gaussian.joint_log_likelihood({f: x[f] for f in plan.gaussian}, self._scale)
         if not jll:
             return jll
         alpha = self.alpha / self._scale  # α in raw units, see Learner
@@ -365,7 +367,7 @@ class NaiveBayes(_GaussianStats, Learner):
                 f"cannot merge NaiveBayes models that gave features different kinds: {clash}; "
                 "fix the kinds with the same schema in both"
             )
-        self._g_merge(other, factor)
+        self.gaussian.merge(other.gaussian, factor)
         cap = self.max_values_per_feature
         if cap is None and self.max_features is None:
             add_scaled(self._present, other._present, factor)
@@ -383,17 +385,19 @@ class NaiveBayes(_GaussianStats, Learner):
         )
         schema = self.schema or {}
         for f, kind in other._kinds.items():
-            if f in schema or f in (self._fidx if kind == GAUSSIAN else self._present):
+            if f in schema or f in (
+                self.gaussian.feature_index if kind == GAUSSIAN else self._present
+            ):
                 self._kinds.setdefault(f, kind)
 
     def _rescale(self, factor: float) -> None:
-        self._g_rescale(factor)
+        self.gaussian.rescale(factor)
         rescale(self._present, factor)
         rescale(self._counts, factor)
 
     def _stats_to_state(self) -> dict[str, Any]:
         return {
-            "gaussian": self._g_to_state(),
+            "gaussian": self.gaussian.to_state(),
             "kinds": pairs(self._kinds),
             "present": tree_to_pairs(self._present),
             "counts": tree_to_pairs(self._counts),
@@ -401,7 +405,7 @@ class NaiveBayes(_GaussianStats, Learner):
 
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
         stats = read_mapping(stats, "stats", ("gaussian", "kinds", "present", "counts"))
-        self._g_from_state(stats["gaussian"], "stats.gaussian")
+        self.gaussian.from_state(stats["gaussian"], "stats.gaussian", self.max_features)
 
         def kind_of(value: Any, where: str) -> str:
             if value not in _KINDS:
@@ -416,16 +420,16 @@ class NaiveBayes(_GaussianStats, Learner):
             "stats",
             max_values=self.max_values_per_feature,
             max_features=None,
-            class_weight=dict(zip(self._labels, self._cw, strict=True)),
+            class_weight=dict(zip(self.gaussian.labels, self.gaussian.class_weight, strict=True)),
         )
-        if any(kinds.get(f) != GAUSSIAN for f in self._features) or any(
+        if any(kinds.get(f) != GAUSSIAN for f in self.gaussian.features) or any(
             kinds.get(f) != CATEGORICAL for f in present
         ):
             raise ModelStateError("stats.kinds: feature statistics do not match the feature kinds")
         for f, kind in kinds.items():
             if _schema_kinds(self.schema).get(f, kind) != kind:
                 raise ModelStateError(f"stats.kinds[{f!r}]: {kind!r} contradicts the schema")
-        n_features = len(self._features) + len(present)
+        n_features = len(self.gaussian.features) + len(present)
         if self.max_features is not None and n_features > self.max_features:
             raise ModelStateError(
                 f"stats: {n_features} features, more than max_features={self.max_features}"
@@ -438,7 +442,7 @@ class NaiveBayes(_GaussianStats, Learner):
         self._counts = counts
 
     def _size(self) -> tuple[int, int, int]:
-        classes, features, stored = self._g_size()
+        classes, features, stored = self.gaussian.size()
         stored += count_leaves(self._present) + count_leaves(self._counts)
         return classes, features + len(self._present), stored
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,6 +146,13 @@ class _SemiNaive(Learner):
     _dense_pairs = False
 
     capabilities = Capabilities(informative_features=True)
+
+    def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
+        # the single counts are a CategoricalNB in the store, in this model's raw units
+        return self._store.nb._raw_class_weights()
+
+    def feature_names(self) -> list[Hashable]:
+        return self._store.nb.feature_names()
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import seminaive_entries, state_stats

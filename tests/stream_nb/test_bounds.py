@@ -300,8 +300,16 @@ def test_max_values_per_feature_is_the_other_bucket(
     fresh = [({f: f"never-{i}" for f in x}, y) for i, (x, y) in enumerate(events[:20])]
     for x, _ in [*events[:80], *fresh]:
         if cls is NaiveBayes:
-            x = {f: v for f, v in x.items() if v is None or categorical(f, v) or f in bounded._fidx}
-            x = {f: v for f, v in x.items() if not (isinstance(v, str) and f in bounded._fidx)}
+            x = {
+                f: v
+                for f, v in x.items()
+                if v is None or categorical(f, v) or f in bounded.gaussian.feature_index
+            }
+            x = {
+                f: v
+                for f, v in x.items()
+                if not (isinstance(v, str) and f in bounded.gaussian.feature_index)
+            }
         assert_same_log_proba(
             bounded.predict_log_proba_one(x), reference.predict_log_proba_one(for_prediction(x))
         )

@@ -352,7 +352,7 @@ def test_a_class_decayed_to_zero_weight_has_probability_zero() -> None:
     model.learn_one({"a": 0.0}, "old")
     for i in range(3000):
         model.learn_one({"a": float(i % 5)}, "new")
-    assert 0.0 in model._cw  # the old class's weight underflowed
+    assert 0.0 in model.gaussian.class_weight  # the old class's weight underflowed
     assert model.predict_log_proba_one({"a": 1.0}) == {"new": 0.0}
     assert model.predict_one({"a": 1.0}) == "new"
     check_state(model)

@@ -28,7 +28,7 @@ import pytest
 import stream_nb
 from stream_nb import GaussianNB, Learner, NaiveBayes
 from stream_nb.informative import informative_features
-from stream_nb.naive_bayes.gaussian import _GaussianStats
+from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
 
 #: Doubling N may multiply the lines run by at most this (2 for a linear cost, plus
 #: constant work that does not halve).
@@ -119,27 +119,38 @@ def test_new_features_and_restores_cost_linear_work(cls: type[Learner]) -> None:
         )
 
 
-class _OrderCounter:
-    """Counts the elements copied into ``_order`` (the key tuple of dense events)."""
+class _CountedStatistics(GaussianStatistics):
+    """Counts the elements copied into ``order`` (the key tuple of dense events)."""
 
+    __slots__ = ()
     copied = 0
 
-    @property
-    def _order(self) -> tuple[Hashable, ...]:
-        return _GaussianStats._order.__get__(self)  # type: ignore[attr-defined,no-any-return]
+    @property  # type: ignore[override]
+    def order(self) -> tuple[Hashable, ...]:
+        return GaussianStatistics.order.__get__(self)  # type: ignore[attr-defined,no-any-return]
 
-    @_order.setter
-    def _order(self, value: tuple[Hashable, ...]) -> None:
-        _OrderCounter.copied += len(value)
-        _GaussianStats._order.__set__(self, value)  # type: ignore[attr-defined]
-
-
-class _CountedGaussianNB(_OrderCounter, GaussianNB):
-    pass
+    @order.setter
+    def order(self, value: tuple[Hashable, ...]) -> None:
+        _CountedStatistics.copied += len(value)
+        GaussianStatistics.order.__set__(self, value)  # type: ignore[attr-defined]
 
 
-class _CountedNaiveBayes(_OrderCounter, NaiveBayes):
-    pass
+_OrderCounter = _CountedStatistics
+
+
+def _counted(cls: type[Learner]) -> Callable[[], Any]:
+    """``cls()`` whose Gaussian component counts its key-tuple copies."""
+
+    def make() -> Any:
+        model: Any = cls()
+        model.gaussian.__class__ = _CountedStatistics  # same slots: only the counting differs
+        return model
+
+    return make
+
+
+_CountedGaussianNB = _counted(GaussianNB)
+_CountedNaiveBayes = _counted(NaiveBayes)
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from oracles import Event, decayed_weights, normalise
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
 from stream_nb import ConfigError, GaussianNB, InvalidEventError, Learner
-from stream_nb.naive_bayes.gaussian import _MIN_EPSILON
+from stream_nb.naive_bayes._gaussian_stats import _MIN_EPSILON
 
 #: Agreement between learner and reference: |Δ| ≤ TOLERANCE × max(1, |value|).
 TOLERANCE = 1e-9

@@ -198,7 +198,13 @@ def test_only_numeric_features_equal_gaussian_nb_up_to_the_prior() -> None:
     for x, y, w in events:
         got = nb._joint_log_likelihood(x)
         want = gauss._joint_log_likelihood(x)
-        prior = {c: math.log(gauss._cw[gauss._index[c]] / gauss._total) for c in want}
+        prior = {
+            c: math.log(
+                gauss.gaussian.class_weight[gauss.gaussian.class_index[c]]
+                / gauss.gaussian.total_weight
+            )
+            for c in want
+        }
         uniform = -math.log(len(want)) if want else 0.0
         assert_close(
             {c: v - uniform for c, v in got.items()},
