@@ -640,7 +640,7 @@ def test_window_entries_are_bounded() -> None:
 
 
 # ---------------------------------------------------------------------- update_many
-# (update_arrays and more batch cases: tests/stream_nb/test_evaluation_batch.py)
+# (update_arrays and more batch cases: tests/stream_nb/evaluation/test_prequential_batch.py)
 def _state_repr(ev: PrequentialEvaluator) -> bytes:
     # repr keeps the float bits and the int/float distinction that == would blur
     return repr((ev.to_state(), ev.report())).encode()
