@@ -371,7 +371,12 @@ def test_corrupt_newest_snapshot_falls_back_to_previous(tmp_path):
     newest_path.write_bytes(newest_path.read_bytes()[:-10])
     positions = write_lines(tmp_path / "in.jsonl", payloads)  # more events arrive
     proc = cli(*base)
-    assert b"skipping invalid snapshot" in proc.stderr and b"checksum" not in proc.stderr[:0]
+    # the warning names the damaged snapshot and why (the size check catches the cut,
+    # before any checksum), then the fallback to the older one
+    assert b"skipping invalid snapshot" in proc.stderr
+    assert f"snapshot-{newest_id}.json: body is".encode() in proc.stderr
+    assert b"(truncated write?)" in proc.stderr
+    assert b"restoring the older snapshot" in proc.stderr
     expected = reference([(*events[i], None, positions[i]) for i in range(1000)], CategoricalNB())
     assert lines_of(tmp_path / "out.jsonl") == expected
 

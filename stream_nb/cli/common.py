@@ -1,0 +1,202 @@
+"""What several commands share: logging, learners from flags, decoders, reports, snapshots."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import stream_nb
+from stream_nb._exceptions import (
+    CheckpointError,
+    ConfigError,
+    ModelStateError,
+    StreamNBError,
+)
+from stream_nb.base import Learner
+from stream_nb.engine import (
+    EventDecoder,
+)
+from stream_nb.engine._json import dumps_exact
+from stream_nb.engine.checkpoint import read_snapshot
+from stream_nb.engine.engine import ENGINE_STATE_FORMAT
+
+_log = logging.getLogger("stream_nb.cli")
+
+
+# ---------------------------------------------------------------------- helpers
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": record.created,
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        extra = getattr(record, "data", None)
+        if extra is not None:
+            out["data"] = extra
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(out, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("stream_nb")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def _learner_class(
+    parser: argparse.ArgumentParser, name: str, flag: str = "--model"
+) -> type[Learner]:
+    cls = Learner._registry.get(name)
+    if cls is None:
+        _import_learner_modules()
+        cls = Learner._registry.get(name)
+    if cls is None:
+        known = ", ".join(sorted(Learner._registry)) or "none"
+        parser.error(f"{flag}: unknown learner {name!r}; choose one of {known}")
+    return cls
+
+
+def _import_learner_modules() -> None:
+    """Import every public submodule of stream_nb, so learners not exported yet register."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(stream_nb.__path__):
+        if not info.name.startswith("_") and info.name not in ("cli", "engine"):
+            with contextlib.suppress(Exception):
+                importlib.import_module(f"stream_nb.{info.name}")
+
+
+def _make_learner(parser: argparse.ArgumentParser, name: str, params: dict[str, Any]) -> Learner:
+    cls = _learner_class(parser, name)
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        parser.error(f"--params: invalid parameters for {name}: {exc}")
+    except ConfigError as exc:
+        parser.error(f"--params: {exc}")
+    raise AssertionError("unreachable")
+
+
+def _loss_matrix(
+    parser: argparse.ArgumentParser, value: Any
+) -> dict[Hashable, dict[Hashable, float]] | None:
+    if value is None:
+        return None
+    if isinstance(value, dict) and all(isinstance(r, dict) for r in value.values()):
+        return value
+    if isinstance(value, list) and all(isinstance(t, list) and len(t) == 3 for t in value):
+        out: dict[Hashable, dict[Hashable, float]] = {}
+        for predicted, true, cost in value:
+            if isinstance(predicted, (list, dict)) or isinstance(true, (list, dict)):
+                parser.error("--loss-matrix: labels must be JSON scalars")
+            out.setdefault(predicted, {})[true] = cost
+        return out
+    parser.error(
+        "--loss-matrix must be {predicted: {true: cost}} or [[predicted, true, cost], ...], "
+        f"got {str(value)[:80]!r}"
+    )
+    raise AssertionError("unreachable")
+
+
+def _decoder(args: argparse.Namespace, learners: Sequence[Learner]) -> EventDecoder:
+    return EventDecoder(
+        shape=args.shape,
+        features_field=args.features_field,
+        label_field=args.label_field,
+        id_field=args.id_field or None,
+        weight_field=args.weight_field or None,
+        max_bytes=args.max_line_bytes,
+        nonnegative=any(type(m).capabilities.nonnegative_counts for m in learners),
+    )
+
+
+def _emit_report(report: Any, target: str | None, default_stream: Any) -> None:
+    data = dumps_exact(report, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_INDENT_2)
+    if target is None:
+        stream = default_stream
+    elif target == "-":
+        stream = sys.stdout
+    else:
+        Path(target).write_bytes(data + b"\n")
+        return
+    stream.flush()
+    stream.buffer.write(data + b"\n")
+    stream.flush()
+
+
+def _parse_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Learner]:
+    name, sep, raw = spec.partition(":")
+    params: Any = {}
+    if sep:
+        try:
+            params = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            parser.error(f"--model {spec!r}: parameters are not valid JSON ({exc})")
+        if not isinstance(params, dict):
+            parser.error(f"--model {spec!r}: parameters must be a JSON object")
+    cls = _learner_class(parser, name)
+    try:
+        return spec, cls(**params)
+    except (TypeError, ConfigError) as exc:
+        parser.error(f"--model {spec!r}: {exc}")
+    raise AssertionError("unreachable")
+
+
+#: What a malformed model state can raise from code that does not map it to
+#: ModelStateError; the commands report each as one line, never a traceback.
+_STATE_ERRORS = (KeyError, TypeError, ValueError, ArithmeticError, AttributeError, IndexError)
+
+
+def _snapshot_model(path: str) -> tuple[dict[str, Any], Learner]:
+    """A snapshot file's (or a checkpoint directory's newest valid) body and its model.
+
+    Raises
+    ------
+    CheckpointError
+        If it is not a readable stream-nb engine snapshot.
+    ModelStateError
+        If its model state is invalid.
+    """
+    body = read_snapshot(path)
+    found = body.get("format")
+    if found != ENGINE_STATE_FORMAT:
+        raise CheckpointError(
+            f"{path}: engine state format {found!r}, expected {ENGINE_STATE_FORMAT!r}; "
+            "give a snapshot written by 'stream-nb run' or 'stream-nb merge'"
+        )
+    if not isinstance(body.get("learner"), dict):
+        raise CheckpointError(f"{path}: the snapshot has no 'learner' state object")
+    try:
+        return body, Learner.from_state(body["learner"])
+    except ModelStateError as exc:
+        raise ModelStateError(f"{path}: invalid learner state: {exc}") from exc
+    except _STATE_ERRORS as exc:
+        raise ModelStateError(f"{path}: invalid learner state: {exc!r}") from exc
+
+
+def _report_of(state: Any) -> Any:
+    if state is None:
+        return None
+    from stream_nb.evaluation import PrequentialEvaluator
+
+    try:
+        return PrequentialEvaluator.from_state(state).report(confusion=False)
+    except StreamNBError:
+        return None

@@ -1,0 +1,330 @@
+"""Flags and their environment variables (``STREAM_NB_*``), and the flag groups the commands share."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from stream_nb.base import Learner
+
+DEFAULT_MODEL = "NaiveBayes"
+
+
+_ENV_PREFIX = "STREAM_NB_"
+
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+# ---------------------------------------------------------------------- flags + env
+class _EnvError(Exception):
+    pass
+
+
+def _env_name(flag: str) -> str:
+    return _ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
+
+
+def _flag(
+    parser: argparse._ActionsContainer,
+    flag: str,
+    *,
+    type: Callable[[str], Any] = str,
+    default: Any = None,
+    help: str,
+    choices: Sequence[str] | None = None,
+    metavar: str | None = None,
+    switch: bool = False,
+    repeat: bool = False,
+    short: str | None = None,
+) -> None:
+    """Add ``flag`` with its ``STREAM_NB_*`` variable; the variable overrides ``default``."""
+    env = _env_name(flag)
+    raw = os.environ.get(env)
+    names = [short, flag] if short else [flag]
+    if switch:
+        value = default
+        if raw is not None:
+            lowered = raw.strip().lower()
+            if lowered not in _TRUE | _FALSE:
+                raise _EnvError(
+                    f"{env}={raw!r} (for {flag}) must be one of 1/0, true/false, yes/no"
+                )
+            value = lowered in _TRUE
+        parser.add_argument(
+            *names,
+            action="store_true",
+            default=value,
+            help=f"{help} [env {env}=1; default: off]",
+        )
+        return
+    value = default
+    if raw is not None:
+        try:
+            value = [type(v) for v in raw.split()] if repeat else type(raw)
+        except (ValueError, argparse.ArgumentTypeError) as exc:
+            raise _EnvError(f"{env}={raw!r} (for {flag}): {exc}") from exc
+        if choices is not None and (value not in choices):
+            raise _EnvError(f"{env}={raw!r} (for {flag}) must be one of {', '.join(choices)}")
+    shown = "none" if default is None else default
+    parser.add_argument(
+        *names,
+        type=type,
+        default=value,
+        choices=choices,
+        metavar=metavar,
+        action="append" if repeat else "store",
+        help=f"{help} [env {env}; default: {shown}]",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _json_value(text: str) -> Any:
+    """JSON, or ``@FILE`` to read the JSON from a file."""
+    data: str | bytes = text
+    if text.startswith("@"):
+        try:
+            data = Path(text[1:]).read_bytes()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {exc}") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text[:80]!r}") from None
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return key, value  # a bare string
+
+
+# ---------------------------------------------------------------------- parser
+def _add_event_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("events")
+    _flag(
+        g,
+        "--shape",
+        default="auto",
+        choices=("auto", "nested", "flat"),
+        help="event shape: nested {x: {...}, y} or flat (label removed, other keys are "
+        "features); auto picks nested when the features field holds an object",
+    )
+    _flag(g, "--features-field", default="x", help="features field of nested events")
+    _flag(g, "--label-field", default="y", help="label field")
+    _flag(g, "--id-field", default="id", help="event id field ('' to disable ids)")
+    _flag(g, "--weight-field", default="w", help="sample weight field ('' to disable weights)")
+    _flag(
+        g,
+        "--max-line-bytes",
+        type=_positive_int,
+        default=1 << 20,
+        help="longest accepted event in bytes; longer ones are dead letters (too_large)",
+    )
+
+
+def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None:
+    g = p.add_argument_group("model")
+    if multi:
+        _flag(
+            g,
+            "--model",
+            repeat=True,
+            metavar="NAME[:JSON]",
+            help="learner to evaluate (NaiveBayes when none is given), repeatable, optionally "
+            "with parameters as JSON "
+            "(e.g. 'CategoricalNB:{\"alpha\": 0.5}'); the env variable takes a "
+            "space-separated list",
+        )
+    else:
+        _flag(
+            g,
+            "--model",
+            default=DEFAULT_MODEL,
+            metavar="NAME",
+            help="learner class (see 'stream-nb run --help' epilog for the list)",
+        )
+        _flag(
+            g,
+            "--params",
+            type=_json_value,
+            metavar="JSON",
+            help="learner parameters as a JSON object (or @file.json)",
+        )
+        _flag(
+            g,
+            "--param",
+            type=_key_value,
+            repeat=True,
+            metavar="KEY=VALUE",
+            help="one learner parameter, repeatable; VALUE is JSON or a bare string; the "
+            "env variable takes a space-separated list",
+        )
+    _flag(
+        g,
+        "--loss-matrix",
+        type=_json_value,
+        metavar="JSON",
+        help="cost-sensitive decisions: {predicted: {true: cost}} or [[predicted, true, "
+        "cost], ...] (keeps non-string labels), or @file.json",
+    )
+    _flag(g, "--window", type=_positive_int, default=1000, help="prequential window (events)")
+    _flag(g, "--fading-factor", type=float, default=0.999, help="prequential fading factor")
+
+
+# ---------------------------------------------------------------------- memory bounds
+#: The daemon's bound on each learner parameter that takes one, applied when the
+#: learner's own default is unbounded and neither --params nor --param sets it.
+#: (A learner that takes ``max_vocabulary`` gets no default ``max_features``: its
+#: vocabulary is its features, bounded with an overflow token instead.)
+DAEMON_BOUNDS: dict[str, int] = {
+    "max_classes": 10_000,
+    "max_features": 10_000,
+    "max_values_per_feature": 10_000,
+    "max_vocabulary": 100_000,
+}
+
+
+def _add_bound_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "memory bounds",
+        "Upper bounds on the learner parameters of the same names, for learners that take "
+        "them, unless --params/--param sets the parameter; 0 lifts the bound. A learner's "
+        "own tighter default is kept (the semi-naive max_values_per_feature=100).",
+    )
+    for name, value in DAEMON_BOUNDS.items():
+        _flag(
+            g,
+            "--" + name.replace("_", "-"),
+            type=_nonneg_int,
+            default=value,
+            metavar="N",
+            help=f"bound on the learner's {name}",
+        )
+
+
+def daemon_params(
+    cls: type[Learner],
+    params: Mapping[str, Any] | None = None,
+    bounds: Mapping[str, int | None] | None = None,
+) -> dict[str, Any]:
+    """``params`` completed with the daemon's memory bounds, as ``stream-nb run`` builds a learner.
+
+    Each bound of ``bounds`` (default :data:`DAEMON_BOUNDS`; ``None``:
+    unbounded) is set for the parameters ``cls`` takes and ``params`` leaves
+    out, unless the learner's own default is tighter.
+
+    Examples
+    --------
+    >>> from stream_nb import CategoricalNB, SPODE
+    >>> daemon_params(CategoricalNB, {"alpha": 0.5})["max_values_per_feature"]
+    10000
+    >>> "max_values_per_feature" in daemon_params(SPODE)  # its own default, 100, is tighter
+    False
+    >>> from stream_nb import MultinomialNB
+    >>> sorted(daemon_params(MultinomialNB))  # the vocabulary bounds its features
+    ['max_classes', 'max_vocabulary']
+    """
+    import inspect
+
+    out = dict(params or {})
+    accepted = inspect.signature(cls).parameters
+    for name, bound in (DAEMON_BOUNDS if bounds is None else bounds).items():
+        if name not in accepted or name in out:
+            continue
+        if name == "max_features" and "max_vocabulary" in accepted:
+            continue  # the vocabulary bound applies (overflow token)
+        own = accepted[name].default
+        if own is None or (bound is not None and bound < own):
+            out[name] = bound
+    return out
+
+
+def _add_log_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("logging")
+    _flag(
+        g,
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level",
+    )
+    _flag(
+        g,
+        "--log-format",
+        default="text",
+        choices=("text", "json"),
+        help="log line format (json: one object per line)",
+    )
+
+
+def parse_metrics_address(text: str) -> tuple[str, int]:
+    """Parse ``--metrics-address``: ``HOST:PORT``, ``:PORT`` or a bare ``PORT``.
+
+    Without a host the endpoint binds the loopback interface; all interfaces need an
+    explicit ``0.0.0.0:PORT``.
+
+    Examples
+    --------
+    >>> parse_metrics_address("9108")
+    ('127.0.0.1', 9108)
+    >>> parse_metrics_address("0.0.0.0:9108")
+    ('0.0.0.0', 9108)
+    >>> parse_metrics_address("[::1]:9108")
+    ('::1', 9108)
+    """
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"--metrics-address must be [HOST:]PORT (e.g. 127.0.0.1:9108 or 9108), got {text!r}"
+        )
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _parse_address(parser: argparse.ArgumentParser, text: str) -> tuple[str, int]:
+    try:
+        return parse_metrics_address(text)
+    except ValueError as exc:
+        parser.error(str(exc))
