@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
 from collections.abc import Hashable, Sequence
@@ -12,7 +11,6 @@ from typing import Any
 
 import orjson
 
-import stream_nb
 from stream_nb._exceptions import (
     CheckpointError,
     ConfigError,
@@ -63,24 +61,40 @@ def _learner_class(
     parser: argparse.ArgumentParser, name: str, flag: str = "--model"
 ) -> type[Learner]:
     cls = Learner._registry.get(name)
+    failures: dict[str, Exception] = {}
     if cls is None:
-        _import_learner_modules()
+        failures = _import_learner_modules()
         cls = Learner._registry.get(name)
     if cls is None:
         known = ", ".join(sorted(Learner._registry)) or "none"
-        parser.error(f"{flag}: unknown learner {name!r}; choose one of {known}")
+        broken = "".join(
+            f"; learner module {module} failed to import: {type(exc).__name__}: {exc}"
+            for module, exc in failures.items()
+        )
+        parser.error(f"{flag}: unknown learner {name!r}{broken}; choose one of {known}")
     return cls
 
 
-def _import_learner_modules() -> None:
-    """Import every public submodule of stream_nb, so learners not exported yet register."""
+def _import_learner_modules() -> dict[str, Exception]:
+    """Import every module of the learner packages, so every learner registers.
+
+    Returns the modules that failed to import, with their errors, so that a
+    learner whose module is broken is reported with the real error instead of
+    as unknown.
+    """
     import importlib
     import pkgutil
 
-    for info in pkgutil.iter_modules(stream_nb.__path__):
-        if not info.name.startswith("_") and info.name not in ("cli", "engine"):
-            with contextlib.suppress(Exception):
-                importlib.import_module(f"stream_nb.{info.name}")
+    from stream_nb import naive_bayes, seminaive
+
+    failures: dict[str, Exception] = {}
+    for package in (naive_bayes, seminaive):
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            try:
+                importlib.import_module(info.name)
+            except Exception as exc:  # any error of the module: reported, not hidden
+                failures[info.name] = exc
+    return failures
 
 
 def _make_learner(parser: argparse.ArgumentParser, name: str, params: dict[str, Any]) -> Learner:

@@ -26,13 +26,16 @@ def _add_demo_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners
     )
     _flag(
         de,
-        "--stream",
+        "--demo",
         default="agrawal",
         metavar="NAME",
-        help="agrawal, zipf_text, categorical or mixed",
+        help="the stream: agrawal, zipf_text, categorical or mixed (as run --demo)",
     )
     _flag(de, "--seed", type=int, default=42, help="seed")
-    _flag(de, "--n", short="-n", type=_nonneg_int, default=1000, help="number of events")
+    _flag(de, "--limit", type=_nonneg_int, default=1000, metavar="N", help="number of events")
+    # the spellings of earlier releases, kept working
+    de.add_argument("--stream", dest="demo", metavar="NAME", help=argparse.SUPPRESS)
+    de.add_argument("-n", "--n", dest="limit", type=_nonneg_int, help=argparse.SUPPRESS)
     _flag(de, "--shape", default="flat", choices=("flat", "nested"), help="event shape")
     _flag(de, "--label-field", default="y", help="label field")
     _flag(de, "--features-field", default="x", help="features field of nested events")
@@ -52,15 +55,15 @@ def _cmd_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         source = DemoSource(
-            args.stream,
+            args.demo,
             seed=args.seed,
-            n=args.n,
+            n=args.limit,
             shape=args.shape,
             label_field=args.label_field,
             features_field=args.features_field,
         )
     except ConfigError as exc:
-        parser.error(f"--stream: {exc}")
+        parser.error(f"--demo (alias --stream): {exc}")
     out = sys.stdout.buffer
     delay = args.delay_labels
     pending: list[bytes] = []

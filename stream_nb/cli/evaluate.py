@@ -44,7 +44,9 @@ def _add_eval_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners
         epilog=f"learners: {learners}",
         formatter_class=formatter,
     )
-    _flag(ev, "--input", short="-i", metavar="FILE", help="JSON-lines events ('-' for stdin)")
+    _flag(ev, "--source", metavar="FILE", help="JSON-lines events ('-' for stdin), as run --source")
+    # the spelling of earlier releases, kept working
+    ev.add_argument("-i", "--input", dest="source", metavar="FILE", help=argparse.SUPPRESS)
     _flag(ev, "--curve", metavar="CSV", help="learning-curve CSV to write")
     _flag(ev, "--plot", metavar="PNG", help="learning-curve plot to write (needs stream-nb[plot])")
     _flag(
@@ -61,8 +63,8 @@ def _add_eval_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners
 def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from stream_nb.evaluation import PrequentialEvaluator
 
-    if args.input is None:
-        parser.error("--input is required (a JSON-lines file, or '-' for stdin)")
+    if args.source is None:
+        parser.error("--source (alias --input) is required (a JSON-lines file, or '-' for stdin)")
     specs = args.model or [DEFAULT_MODEL]
     if len(set(specs)) != len(specs):
         parser.error("--model: each model may be given once")
@@ -85,7 +87,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         matrix = loss_matrix
         decide = lambda lp: bayes_risk_decision(lp, matrix)  # noqa: E731
     try:
-        source = open_source(args.input, {"max_line_bytes": args.max_line_bytes})
+        source = open_source(args.source, {"max_line_bytes": args.max_line_bytes})
     except (ConfigError, StreamNBError) as exc:
         parser.error(f"--input: {exc}")
     rows: list[dict[str, Any]] = []
@@ -125,7 +127,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     source.close()
     seconds = time.perf_counter() - start
     report = {
-        "input": args.input,
+        "input": args.source,
         "events": consumed,
         "labelled": labelled,
         "rejected": rejected,

@@ -1,4 +1,4 @@
-"""Flags and their environment variables (``STREAM_NB_*``), and the flag groups the commands share."""
+"""Flags and their environment variables (``STREAM_NB_*``); the flag groups commands share."""
 
 from __future__ import annotations
 
@@ -32,6 +32,65 @@ class _EnvError(Exception):
 
 def _env_name(flag: str) -> str:
     return _ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
+
+
+def split_env_list(raw: str) -> list[str]:
+    """Split a repeatable flag's environment value into its items.
+
+    Items are separated by whitespace outside JSON brackets and strings, so an
+    item may carry JSON with spaces, as the command line would take it.
+
+    Examples
+    --------
+    >>> split_env_list('CategoricalNB:{"alpha": 0.5} GaussianNB')
+    ['CategoricalNB:{"alpha": 0.5}', 'GaussianNB']
+    >>> split_env_list('alpha=0.5  schema={"a b": "numeric"}')
+    ['alpha=0.5', 'schema={"a b": "numeric"}']
+    """
+    items: list[str] = []
+    current: list[str] = []
+    depth = 0
+    in_string = escaped = False
+    for char in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth = max(0, depth - 1)
+        elif char.isspace() and depth == 0:
+            if current:
+                items.append("".join(current))
+                current = []
+            continue
+        current.append(char)
+    if current:
+        items.append("".join(current))
+    return items
+
+
+class _Repeat(argparse.Action):
+    """Collect a repeatable flag; its first use on the command line replaces the
+    default (the environment variable's items) instead of adding to it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        current = getattr(namespace, self.dest, None)
+        items = [] if current is None or current is self.default else list(current)
+        items.append(values)
+        setattr(namespace, self.dest, items)
 
 
 def _flag(
@@ -70,7 +129,7 @@ def _flag(
     value = default
     if raw is not None:
         try:
-            value = [type(v) for v in raw.split()] if repeat else type(raw)
+            value = [type(v) for v in split_env_list(raw)] if repeat else type(raw)
         except (ValueError, argparse.ArgumentTypeError) as exc:
             raise _EnvError(f"{env}={raw!r} (for {flag}): {exc}") from exc
         if choices is not None and (value not in choices):
@@ -82,7 +141,7 @@ def _flag(
         default=value,
         choices=choices,
         metavar=metavar,
-        action="append" if repeat else "store",
+        action=_Repeat if repeat else "store",
         help=f"{help} [env {env}; default: {shown}]",
     )
 
@@ -176,7 +235,7 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
             help="learner to evaluate (NaiveBayes when none is given), repeatable, optionally "
             "with parameters as JSON "
             "(e.g. 'CategoricalNB:{\"alpha\": 0.5}'); the env variable takes a "
-            "space-separated list",
+            "space-separated list (spaces inside JSON are kept); the command line replaces it",
         )
     else:
         _flag(
@@ -200,7 +259,7 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
             repeat=True,
             metavar="KEY=VALUE",
             help="one learner parameter, repeatable; VALUE is JSON or a bare string; the "
-            "env variable takes a space-separated list",
+            "env variable takes a space-separated list; the command line replaces it",
         )
     _flag(
         g,

@@ -1,0 +1,131 @@
+"""One name per idea across subcommands, flags against their environment variables,
+and learner modules that fail to import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+from test_cli import EXE, cli
+
+from stream_nb.cli.flags import split_env_list
+
+
+def test_demo_takes_the_same_names_as_run_and_keeps_the_old_ones():
+    canonical = cli("demo", "--demo", "categorical", "--limit", "40", "--seed", "3").stdout
+    old = cli("demo", "--stream", "categorical", "-n", "40", "--seed", "3").stdout
+    also_old = cli("demo", "--stream", "categorical", "--n", "40", "--seed", "3").stdout
+    assert canonical == old == also_old
+    assert len(canonical.splitlines()) == 40
+    # the same events as the daemon's own --demo stream (run reads them by the same name)
+    run = cli(
+        "run", "--model", "CategoricalNB", "--demo", "categorical", "--limit", "40", "--seed", "3"
+    )
+    assert len(run.stdout.splitlines()) == 40
+    # the old spellings stay out of the help
+    helptext = cli("demo", "--help").stdout.decode()
+    assert "--demo" in helptext and "--limit" in helptext
+    assert "--stream" not in helptext and "-n N" not in helptext
+
+
+def test_eval_reads_its_events_from_source_and_keeps_input(tmp_path):
+    (tmp_path / "in.jsonl").write_bytes(
+        cli("demo", "--demo", "categorical", "--limit", "300").stdout
+    )
+    reports = []
+    for flag in ("--source", "--input", "-i"):
+        out = cli("eval", flag, tmp_path / "in.jsonl", "--model", "CategoricalNB")
+        report = orjson.loads(out.stdout)
+        report.pop("seconds", None)
+        reports.append(report)
+    assert reports[0] == reports[1] == reports[2]
+    assert reports[0]["labelled"] == 300
+    missing = cli("eval", "--model", "CategoricalNB", check=False)
+    assert missing.returncode == 2
+    assert b"--source (alias --input) is required" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("raw", "items"),
+    [
+        ("GaussianNB", ["GaussianNB"]),
+        ("  GaussianNB   CategoricalNB ", ["GaussianNB", "CategoricalNB"]),
+        ('CategoricalNB:{"alpha": 0.5}', ['CategoricalNB:{"alpha": 0.5}']),
+        (
+            'a={"x": [1, 2]} b="c d" c=[3, {"e": "} ]"}]',
+            ['a={"x": [1, 2]}', 'b="c d"', 'c=[3, {"e": "} ]"}]'],
+        ),
+        ('k="a \\" b"', ['k="a \\" b"']),
+        ("", []),
+    ],
+)
+def test_environment_lists_split_outside_json(raw, items):
+    assert split_env_list(raw) == items
+
+
+def _eval_models(tmp_path, *args, env=None):
+    out = cli("eval", "--source", tmp_path / "in.jsonl", *args, env=env)
+    return orjson.loads(out.stdout)["models"]
+
+
+def test_the_help_texts_own_environment_example_works(tmp_path):
+    (tmp_path / "in.jsonl").write_bytes(
+        cli("demo", "--demo", "categorical", "--limit", "200").stdout
+    )
+    models = _eval_models(tmp_path, env={"STREAM_NB_MODEL": 'CategoricalNB:{"alpha": 0.5}'})
+    assert list(models) == ['CategoricalNB:{"alpha": 0.5}']
+    assert "alpha=0.5" in models['CategoricalNB:{"alpha": 0.5}']["learner"]
+
+
+def test_a_repeatable_flag_on_the_command_line_replaces_its_environment_variable(tmp_path):
+    (tmp_path / "in.jsonl").write_bytes(
+        cli("demo", "--demo", "categorical", "--limit", "200").stdout
+    )
+    env = {"STREAM_NB_MODEL": "TAN NaiveBayes"}
+    assert list(_eval_models(tmp_path, env=env)) == ["TAN", "NaiveBayes"]
+    given = _eval_models(tmp_path, "--model", "CategoricalNB", "--model", "AODE", env=env)
+    assert list(given) == ["CategoricalNB", "AODE"]
+    # --param the same: the command line's value, not the environment's plus it
+    out = cli(
+        "run",
+        "--model",
+        "CategoricalNB",
+        "--demo",
+        "categorical",
+        "--limit",
+        "10",
+        "--param",
+        "alpha=2",
+        "--checkpoint-dir",
+        tmp_path / "ck",
+        env={"STREAM_NB_PARAM": "alpha=0.5 fit_prior=false"},
+    )
+    assert out.returncode == 0
+    inspected = orjson.loads(cli("inspect", "--snapshot", tmp_path / "ck").stdout)
+    assert inspected["params"]["alpha"] == 2.0 and inspected["params"]["fit_prior"] is True
+
+
+def test_a_learner_module_that_fails_to_import_surfaces_its_error(tmp_path):
+    # a learner package with one broken module, found the way the CLI finds learners
+    broken = tmp_path / "plugins"
+    broken.mkdir()
+    (broken / "brokennb.py").write_text("raise ImportError('needs libfoo 2.1, found 1.9')\n")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import stream_nb.seminaive as seminaive
+        seminaive.__path__.append({str(broken)!r})
+        from stream_nb.cli import main
+        sys.exit(main(["run", "--model", "BrokenNB", "--demo", "agrawal", "--limit", "1"]))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "unknown learner 'BrokenNB'" in err
+    assert "stream_nb.seminaive.brokennb failed to import: ImportError: needs libfoo 2.1" in err
+    assert Path(EXE).exists()
