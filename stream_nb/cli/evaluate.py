@@ -110,7 +110,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 continue
             labelled += 1
             for (_, model), evaluator in zip(models, evaluators, strict=True):
-                jll = model._joint_log_likelihood(x)
+                jll = model.joint_log_likelihood_one(x)
                 lp = stream_nb.base.log_softmax(jll)
                 if not lp:
                     y_pred = None

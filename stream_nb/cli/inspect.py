@@ -50,18 +50,8 @@ def _add_inspect_parser(sub: Any, formatter: type[argparse.HelpFormatter], learn
 
 
 def _informative_features(learner: Learner, top: int) -> list[dict[str, Any]]:
-    """The ``top`` most informative features, best first.
-
-    A learner's own ``most_informative_features(top)`` method wins; otherwise
-    :func:`stream_nb.informative.informative_features` (one documented score
-    per learner family, from the model's statistics).
-    """
-    own = getattr(learner, "most_informative_features", None)
-    if callable(own):
-        return list(own(top))
-    from stream_nb.informative import informative_features
-
-    return informative_features(learner, top)
+    """The ``top`` most informative features, best first (:meth:`Learner.informative_features`)."""
+    return learner.informative_features(top)
 
 
 def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -120,6 +110,4 @@ def _describe(args: argparse.Namespace, body: dict[str, Any], learner: Learner) 
 
 def _structure(learner: Learner) -> dict[str, Any] | None:
     """Parents of each feature (TAN, KDB, SPODE); ``None`` for the other learners."""
-    from stream_nb.informative import structure
-
-    return structure(learner)
+    return learner.structure()

@@ -1058,7 +1058,7 @@ class Engine:
         decide = self._decide
         top_k = self.top_k
         want_explain = self.explain
-        jll_of = learner._joint_log_likelihood
+        jll_of = learner.joint_log_likelihood_one
         learn = learner.learn_one
         metrics = self.metrics
         perf = time.perf_counter

@@ -38,7 +38,7 @@ def explain(
     x
         The event's features.
     jll
-        ``learner._joint_log_likelihood(x)`` if already computed.
+        ``learner.joint_log_likelihood_one(x)`` if already computed.
     predicted
         The emitted decision when it is not the most probable class (a loss
         matrix); the runner-up is then the most probable other class.
@@ -61,7 +61,7 @@ def explain(
     >>> round(e["contributions"]["sky"], 4), e["contributions"]["wind"]
     (0.6931, 0.0)
     """
-    scores = learner._joint_log_likelihood(x) if jll is None else jll
+    scores = learner.joint_log_likelihood_one(x) if jll is None else jll
     finite = [(v, c) for c, v in scores.items() if v != float("-inf")]
     if len(finite) < 2:
         return {}
@@ -74,7 +74,7 @@ def explain(
     reduced = dict(x)
     for name in x:
         value = reduced.pop(name)
-        without = learner._joint_log_likelihood(reduced)
+        without = learner.joint_log_likelihood_one(reduced)
         reduced[name] = value
         contributions[name] = margin - (without.get(a, 0.0) - without.get(b, 0.0))
     return {"predicted": a, "runner_up": b, "contributions": contributions}
