@@ -1,7 +1,7 @@
 """Sources and sinks for stream-nb: stdin/stdout, files, in-memory test doubles, Kafka.
 
 Core connectors need no extra dependency; the Kafka connector needs the
-``kafka`` extra (``pip install 'stream-nb[kafka]'``).
+``kafka`` extra (``pip install '.[kafka]' in a clone``).
 """
 
 from __future__ import annotations

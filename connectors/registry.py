@@ -6,7 +6,7 @@ URL                    as a source                   as a sink
 ``-``                  standard input                standard output
 ``stdout``/``stderr``  —                             standard output / error
 ``file:PATH``, PATH    :class:`FileSource`           :class:`FileSink` (appends)
-``kafka://…``          registered by ``stream_nb.connectors.kafka`` (``stream-nb[kafka]``)
+``kafka://…``          registered by ``stream_nb.connectors.kafka`` (the ``kafka`` extra)
 =====================  ============================  ==============================
 
 A factory is called as ``factory(url, options)`` where ``options`` is a dict
@@ -99,7 +99,8 @@ def _lookup(table: Mapping[str, Any], url: str, role: str) -> Any:
             importlib.import_module(module)
         except ImportError as exc:
             raise ConfigError(
-                f"{url!r} needs the {module} connector: pip install 'stream-nb[{extra}]' ({exc})"
+                f"{url!r} needs the {module} connector: pip install '.[{extra}]' in a clone of "
+                f"stream-nb ({exc})"
             ) from exc
     factory = table.get(scheme)
     if factory is None:

@@ -58,7 +58,7 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         description="Predict then learn every event (prequential), emit one JSON prediction "
         "record per event, send bad input to a dead-letter sink, checkpoint, export metrics. "
         "URLs: '-' (stdin/stdout), 'stderr', 'file:PATH' or PATH, 'demo:NAME?seed=S&n=N', "
-        "'kafka://HOST:PORT/TOPIC' (stream-nb[kafka]).",
+        "'kafka://HOST:PORT/TOPIC' (the kafka extra).",
         epilog=f"learners: {learners}",
         formatter_class=formatter,
     )

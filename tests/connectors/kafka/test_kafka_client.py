@@ -1,4 +1,4 @@
-"""The broker-free parts of connectors/kafka_client.py: record sizes, dead letters cut to
+"""The broker-free parts of connectors/kafka/client.py: record sizes, dead letters cut to
 a bounded prefix, predictions without log_proba, carried headers, bounded calls, the
 rate-limited trouble log."""
 
@@ -14,7 +14,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from stream_nb import SinkError
-from stream_nb.connectors.kafka_client import (
+from stream_nb.connectors.kafka.client import (
     DEAD_LETTER_PAYLOAD_BYTES,
     MAX_CARRIED_HEADER_BYTES,
     MAX_CARRIED_HEADERS,

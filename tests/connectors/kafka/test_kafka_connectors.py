@@ -177,5 +177,5 @@ def test_missing_kafka_python_names_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert "pip install 'stream-nb[kafka]'" in out.splitlines()[0]
-    assert out.splitlines()[1].startswith("ConfigError") and "stream-nb[kafka]" in out
+    assert "pip install '.[kafka]'" in out.splitlines()[0]
+    assert out.splitlines()[1].startswith("ConfigError") and "pip install '.[kafka]'" in out

@@ -35,7 +35,7 @@ from kafka_helpers import (
 )
 from test_kafka_daemon import metric
 
-from stream_nb.connectors.kafka_client import DEAD_LETTER_PAYLOAD_BYTES, ClientAdapter
+from stream_nb.connectors.kafka.client import DEAD_LETTER_PAYLOAD_BYTES, ClientAdapter
 
 PARTITIONS = 3
 

@@ -1,6 +1,6 @@
 """What the Kafka connector needs around kafka-python's producers and consumers.
 
-Needs the ``kafka`` extra (``pip install 'stream-nb[kafka]'``). Kept apart from
+Needs the ``kafka`` extra (``pip install '.[kafka]' in a clone``). Kept apart from
 :mod:`stream_nb.connectors.kafka` (sources, sinks, model sync), which uses it:
 
 * :func:`bounded` runs a blocking client call with a deadline (kafka-python 3.0's
@@ -41,7 +41,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "the Kafka connector needs kafka-python; install the 'kafka' extra: "
-        "pip install 'stream-nb[kafka]'"
+        "pip install '.[kafka]' in a clone"
     ) from exc
 
 __all__ = [

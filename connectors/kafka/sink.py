@@ -1,0 +1,407 @@
+"""The Kafka sinks: prediction records and dead letters."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from stream_nb._exceptions import SinkError
+from stream_nb.connectors.base import Sink
+from stream_nb.connectors.kafka.client import (
+    carry_headers,
+    fit_dead_letter,
+    is_too_large,
+    record_bytes,
+    shrink_prediction,
+    trouble,
+)
+from stream_nb.connectors.kafka.metrics import _KafkaMetrics, _metrics_for
+from stream_nb.connectors.kafka.topics import _check
+from stream_nb.connectors.kafka.url import (
+    _BATCH_BYTES,
+    _FLUSH_SLICE,
+    CLOSE_SECONDS,
+    DELIVERY_TIMEOUT_MS,
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_REASON,
+    HEADER_TOPIC,
+    _log,
+    _topic_options,
+)
+
+try:
+    from kafka import KafkaProducer
+    from kafka.errors import (
+        KafkaError,
+        KafkaTimeoutError,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the Kafka connector needs kafka-python; install the 'kafka' extra "
+        "(pip install '.[kafka]' in a clone of stream-nb)"
+    ) from exc
+
+if TYPE_CHECKING:
+    from stream_nb.connectors.kafka.sync import KafkaSync
+
+
+class KafkaSink(Sink):
+    """Records to one Kafka topic; ``flush`` waits until every record is acknowledged.
+
+    At construction the topic is checked to exist (see :class:`KafkaSource`'s
+    ``create_topics``) and its record size limit read: the smaller of its
+    ``max.message.bytes`` and the producer's ``max_request_size``. A record above it
+    is sent in a smaller form (:meth:`_smaller`: a prediction without ``log_proba``
+    and ``explain``, listed under ``omitted``; then without the carried headers); if
+    none fits, or the broker still rejects it as too large, it is dropped, counted
+    (``stream_nb_kafka_records_dropped_total``) and logged. The event's headers are
+    carried up to :data:`~stream_nb.connectors.kafka.client.MAX_CARRIED_HEADER_BYTES`.
+
+    Parameters
+    ----------
+    bootstrap_servers
+        ``host:port`` strings.
+    topic
+        Destination topic.
+    create_topics, topic_partitions, topic_replication_factor
+        Create the topic if it is missing (``-1``: the broker's defaults).
+    **options
+        Any kafka-python producer option. Defaults: ``acks="all"``,
+        ``linger_ms=5``, ``delivery_timeout_ms=30000``: records are retried that
+        long (a broker restart), then ``flush`` raises :class:`~stream_nb.SinkError`
+        and the daemon exits for its supervisor.
+    """
+
+    #: What the records are, in messages and metric labels.
+    role = "predictions"
+
+    def __init__(
+        self,
+        bootstrap_servers: list[str] | str,
+        topic: str,
+        *,
+        create_topics: bool = False,
+        topic_partitions: int = -1,
+        topic_replication_factor: int = -1,
+        **options: Any,
+    ) -> None:
+        create, partitions, replication = _topic_options(
+            {
+                "create_topics": create_topics,
+                "topic_partitions": topic_partitions,
+                "topic_replication_factor": topic_replication_factor,
+            }
+        )
+        self.topic = topic
+        options.setdefault("acks", "all")
+        options.setdefault("linger_ms", 5)
+        options.setdefault("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
+        options.setdefault("request_timeout_ms", min(30_000, options["delivery_timeout_ms"] // 2))
+        options.setdefault("reconnect_backoff_max_ms", 5000)
+        info = _check(
+            bootstrap_servers,
+            options,
+            {topic: "prediction topic" if self.role == "predictions" else "dead-letter topic"},
+            create=create,
+            partitions=partitions,
+            replication_factor=replication,
+            error=SinkError,
+        )[topic]
+        #: Largest record (as :func:`~stream_nb.connectors.kafka.client.record_bytes` counts) sent
+        #: as it is.
+        self.limit = int(options.get("max_request_size", 1_048_576))
+        if info.max_message_bytes is not None:
+            self.limit = min(self.limit, info.max_message_bytes)
+        # One engine batch of predictions fits in one producer batch: the producer then
+        # wakes its IO thread once per batch instead of once per record. A batch never
+        # exceeds what the topic accepts.
+        options.setdefault("batch_size", min(_BATCH_BYTES, self.limit))
+        self._flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
+        self._bootstrap = bootstrap_servers
+        try:
+            self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
+        except KafkaError as exc:
+            raise SinkError(f"cannot create a producer for Kafka topic {topic!r}: {exc!r}") from exc
+        # (future, value, key, headers) of every record sent since the last flush
+        self._pending: list[tuple[Any, bytes, bytes | None, list[tuple[str, bytes]] | None]] = []
+        self.written = 0
+        #: Records sent in a smaller form / dropped because none fitted.
+        self.shrunk = 0
+        self.dropped = 0
+        self._metrics: _KafkaMetrics | None = None
+        # exactly-once: records go through KafkaSync's transactional producer
+        self._sync: KafkaSync | None = None
+        # a delivery failed: the daemon is ending, close() does not wait
+        self._broken = False
+
+    def bind_metrics(self, registry: Any) -> None:
+        """Count shrunk and dropped records on a Prometheus registry."""
+        self._metrics = _metrics_for(registry)
+
+    def _producer_now(self) -> Any:
+        return self._producer if self._sync is None else self._sync.producer
+
+    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
+        return carry_headers(headers) or None
+
+    def _smaller(
+        self, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+        """Smaller forms of a record, in order: without ``log_proba``/``explain``, then
+        also without the carried headers."""
+        shrunk = shrink_prediction(value)
+        if shrunk is None:
+            return [(value, None)] if headers else []
+        return [(shrunk, headers), (shrunk, None)] if headers else [(shrunk, None)]
+
+    def write(
+        self,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: Any = None,
+    ) -> None:
+        """Send one record (asynchronously; :meth:`flush` waits for it).
+
+        ``headers`` (the event's) are carried up to the documented bound.
+        """
+        carried = self._carry(headers) if headers else None
+        if len(value) + (0 if key is None else len(key)) + 256 > self.limit and (
+            record_bytes(key, value, carried) > self.limit
+        ):
+            self._send_fitting(value, key, carried)
+            return
+        # the common case inline (once per prediction): see _send
+        producer = self._producer if self._sync is None else self._sync.producer
+        try:
+            future = producer.send(self.topic, value=value, key=key, headers=carried)
+        except KafkaError as exc:
+            self._send_failed(exc, value, key, carried)
+            return
+        self._pending.append((future, value, key, carried))
+
+    def _send(
+        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
+        try:
+            future = self._producer_now().send(self.topic, value=value, key=key, headers=headers)
+        except KafkaError as exc:
+            self._send_failed(exc, value, key, headers)
+            return
+        self._pending.append((future, value, key, headers))
+
+    def _send_failed(
+        self,
+        exc: KafkaError,
+        value: bytes,
+        key: bytes | None,
+        headers: list[tuple[str, bytes]] | None,
+    ) -> None:
+        """A send refused at once: too large for the producer (fit it), else fatal."""
+        if is_too_large(exc):  # the producer's own limit, below the estimate's
+            self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+            self._send_fitting(value, key, headers)
+            return
+        raise SinkError(
+            f"cannot send to Kafka topic {self.topic!r}: {exc!r}; is the broker "
+            "reachable? (exiting so that a supervisor restarts from the last snapshot)"
+        ) from exc
+
+    def _send_fitting(
+        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
+        """Send the first smaller form within :attr:`limit`, or drop the record."""
+        for smaller, kept in self._smaller(value, headers):
+            if record_bytes(key, smaller, kept) <= self.limit:
+                self.shrunk += 1
+                if self._metrics is not None:
+                    self._metrics.shrunk.labels(role=self.role).inc()
+                trouble.report(
+                    f"shrunk:{self.topic}",
+                    f"a {self.role} record of {len(value)} bytes exceeds the {self.limit}-byte "
+                    f"limit of Kafka topic {self.topic!r}; sent in a smaller form of "
+                    f"{len(smaller)} bytes",
+                )
+                self._send(smaller, key, kept)
+                return
+        self._drop(value, f"no smaller form fits its {self.limit}-byte limit")
+
+    def _drop(self, value: bytes, why: str) -> None:
+        self.dropped += 1
+        if self._metrics is not None:
+            self._metrics.dropped.labels(role=self.role).inc()
+        trouble.report(
+            f"dropped:{self.topic}",
+            f"dropped a {self.role} record of {len(value)} bytes for Kafka topic "
+            f"{self.topic!r}: {why} (counted in stream_nb_kafka_records_dropped_total)",
+            level=logging.ERROR,
+        )
+
+    def flush(self) -> None:
+        """Wait for every sent record's acknowledgement.
+
+        Records the broker rejected as too large are sent again in a smaller form
+        (or dropped, counted and logged). While the broker does not answer, the wait
+        logs the trouble (rate-limited) and lasts at most ``delivery_timeout_ms``
+        plus a few seconds.
+
+        Raises
+        ------
+        SinkError
+            Naming the topic, if a record could not be delivered within the
+            producer's ``delivery_timeout_ms``.
+        """
+        for attempt in range(4):
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            self._await(len(pending))
+            failure: BaseException | None = None
+            unsent = [p for p in pending if not p[0].succeeded()]
+            self.written += len(pending) - len(unsent)
+            for future, value, key, headers in unsent:
+                if not future.is_done:
+                    failure = failure or KafkaTimeoutError("not acknowledged after a flush")
+                elif not is_too_large(future.exception):
+                    failure = failure or future.exception
+                elif attempt == 3:
+                    self._drop(value, "the broker rejected every smaller form as too large")
+                else:
+                    # The broker's limit is below this record (lowered after the start?):
+                    # later records are fitted below it too.
+                    self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+                    self._send_fitting(value, key, headers)
+            if failure is not None:
+                raise self._failed(
+                    f"records to Kafka topic {self.topic!r} were not delivered within "
+                    f"delivery_timeout_ms: {failure!r}; is the broker reachable? (exiting so "
+                    "that a supervisor restarts from the last snapshot; nothing is lost)"
+                ) from failure
+
+    def _await(self, count: int) -> None:
+        """``producer.flush`` in slices, logging the wait, at most the flush timeout."""
+        producer = self._producer_now()
+        start = time.monotonic()
+        deadline = start + self._flush_timeout
+        kind = f"flush:{self.topic}"
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                producer.flush(timeout=max(0.0, min(left, _FLUSH_SLICE)))
+            except KafkaTimeoutError:
+                if time.monotonic() >= deadline:
+                    raise self._failed(
+                        f"{count} records to Kafka topic {self.topic!r} not acknowledged "
+                        f"within {self._flush_timeout:g} s; is the broker reachable? (exiting "
+                        "so that a supervisor restarts from the last snapshot)"
+                    ) from None
+                trouble.report(
+                    kind,
+                    f"{count} records to Kafka topic {self.topic!r} not acknowledged after "
+                    f"{time.monotonic() - start:.0f} s; the producer retries for up to "
+                    f"{self._flush_timeout - 5:g} s",
+                )
+                continue
+            except KafkaError as exc:
+                raise self._failed(
+                    f"flushing records to Kafka topic {self.topic!r} failed: {exc!r}"
+                ) from exc
+            if trouble.active(kind):
+                trouble.clear(kind, f"records to Kafka topic {self.topic!r} acknowledged again")
+            return
+
+    def _failed(self, message: str) -> SinkError:
+        """A delivery failure: logged now (the daemon's own error line comes after the
+        connectors closed), and :meth:`close` no longer waits for the producer."""
+        self._broken = True
+        _log.error("%s", message)
+        return SinkError(message)
+
+    def _discard_pending(self) -> None:
+        """Forget sent records (exactly-once: their transaction committed or aborted)."""
+        self._pending = []
+
+    def _learn_limits(self) -> None:
+        """Exactly-once, after a failed transaction: lower :attr:`limit` below every record
+        the broker rejected as too large, so the redone work sends them smaller."""
+        for future, value, key, headers in self._pending:
+            if future.is_done and is_too_large(future.exception):
+                self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
+
+    def close(self) -> None:
+        """Flush what is pending and close the producer, within a bounded time.
+
+        A close after a failure (the broker away) does not wait for undeliverable
+        records: the restart redoes their work from the last snapshot.
+        """
+        try:
+            if self._pending and not self._broken:
+                self._flush_timeout = min(self._flush_timeout, CLOSE_SECONDS)
+                self.flush()
+        finally:
+            try:
+                self._producer.close(timeout=0.0 if self._broken else CLOSE_SECONDS)
+            except KafkaError as exc:  # records still pending
+                _log.warning("closing the producer of Kafka topic %r: %r", self.topic, exc)
+
+
+class KafkaDeadLetterSink(KafkaSink):
+    """Dead letters to a DLQ topic, with the event's key and headers, and headers naming
+    the reason and the source record.
+
+    Each record written is a dead letter as encoded by the engine (a JSON object
+    with ``reason`` and ``position``); the sink adds the headers
+    ``stream_nb.reason``, ``stream_nb.source.topic``,
+    ``stream_nb.source.partition`` and ``stream_nb.source.offset`` (source headers
+    of those names are dropped). A rejected payload longer than
+    :data:`~stream_nb.connectors.kafka.client.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
+    with its size and SHA-256 (:func:`~stream_nb.connectors.kafka.client.fit_dead_letter`); a
+    letter still too large for the topic is sent without its payload, then without
+    the event's headers; one that fits in no form is dropped, counted and logged.
+    """
+
+    role = "dead_letters"
+
+    def write(
+        self,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: Any = None,
+    ) -> None:
+        own: list[tuple[str, bytes]] = []
+        try:
+            letter = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            letter = {}
+        if isinstance(letter, dict):
+            position = letter.get("position")
+            found: list[tuple[str, Any]] = [(HEADER_REASON, letter.get("reason"))]
+            if isinstance(position, dict):
+                found += [
+                    (HEADER_TOPIC, position.get("topic")),
+                    (HEADER_PARTITION, position.get("partition")),
+                    (HEADER_OFFSET, position.get("offset")),
+                ]
+            own = [(name, str(item).encode()) for name, item in found if item is not None]
+        carried = own + carry_headers(headers, drop_own=True)
+        super().write(fit_dead_letter(value), key=key, headers=carried)
+
+    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
+        return list(headers) or None  # write() carried the event's already
+
+    def _smaller(
+        self, value: bytes, headers: list[tuple[str, bytes]] | None
+    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+        """Smaller forms of a dead letter: without the payload (size and hash kept), then
+        with only stream-nb's own headers."""
+        bare = fit_dead_letter(value, keep_payload=False)
+        own = [(n, v) for n, v in headers or () if n.startswith("stream_nb.")] or None
+        forms = [(bare, headers)]
+        if headers != own:
+            forms.append((bare, own))
+        return forms
