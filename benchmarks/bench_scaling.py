@@ -43,7 +43,7 @@ import orjson
 import stream_nb
 from stream_nb import CategoricalNB, GaussianNB, Learner, NaiveBayes
 from stream_nb.engine.checkpoint import Checkpointer
-from stream_nb.engine.engine import ENGINE_STATE_FORMAT
+from stream_nb.engine.settings import ENGINE_STATE_FORMAT
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LEARNERS: dict[str, Callable[[], Learner]] = {

@@ -23,7 +23,7 @@ from stream_nb.engine import (
 )
 from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.checkpoint import read_snapshot
-from stream_nb.engine.engine import ENGINE_STATE_FORMAT
+from stream_nb.engine.settings import ENGINE_STATE_FORMAT
 
 _log = logging.getLogger("stream_nb.cli")
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from stream_nb.engine.checkpoint import Checkpointer, read_snapshot
 from stream_nb.engine.delayed import DelayedLabelCache
-from stream_nb.engine.engine import Engine, ErrorPolicy, RunSummary, tune_gc, tune_malloc
+from stream_nb.engine.engine import Engine
 from stream_nb.engine.events import REASONS, Event, EventDecoder
 from stream_nb.engine.explain import explain
+from stream_nb.engine.runtime import tune_gc, tune_malloc
+from stream_nb.engine.settings import ErrorPolicy, RunSummary
 
 __all__ = [
     "REASONS",

@@ -30,17 +30,8 @@ memory does not grow with the number of classes.
 
 from __future__ import annotations
 
-import ctypes
-import enum
-import gc
-import heapq
-import logging
-import math
-import operator
-import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +43,6 @@ from stream_nb._exceptions import (
     ConfigError,
     CorruptCheckpointError,
     InvalidEventError,
-    StreamNBError,
 )
 from stream_nb.base import STATE_VERSION as LEARNER_STATE_VERSION
 from stream_nb.base import Learner
@@ -66,214 +56,36 @@ from stream_nb.engine.checkpoint import (
     encode_snapshot,
 )
 from stream_nb.engine.delayed import DelayedLabelCache
-from stream_nb.engine.events import REASONS, EventDecoder, dead_letter_record
+from stream_nb.engine.events import EventDecoder, dead_letter_record
 from stream_nb.engine.explain import explain as explain_event
-from stream_nb.evaluation import STATE_VERSION as EVALUATOR_VERSION
-
-__all__ = ["Engine", "ErrorPolicy", "RunSummary", "tune_gc", "tune_malloc"]
-
-_log = logging.getLogger("stream_nb.engine")
-
-ENGINE_STATE_FORMAT = "stream-nb/engine"
-_OPT_NON_STR = orjson.OPT_NON_STR_KEYS
-_NEG_INF = float("-inf")
-_exp = math.exp
-_ln = math.log
-
-#: Seconds between two model-size measurements (an O(model) walk) for metrics.
-_MODEL_SIZE_EVERY = 5.0
-#: Under backlog, seconds between two refreshes of the prequential metrics (a report
-#: per batch cost ~4 % of the daemon's instructions); they are refreshed too whenever
-#: the engine catches up with its source or it is idle, and at the end.
-_EVALUATION_EVERY = 1.0
-
-#: The column path's smallest batch (below it numpy's fixed costs dominate) and the
-#: most batches it sits out after misses.
-_COLUMNS_MIN_BATCH = 64
-_COLUMNS_MAX_SKIP = 64
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-_NUMBERS = frozenset((int, float))
-#: Label types whose JSON text is fixed by the class they equal (see Engine._block_text).
-_TEMPLATE_TYPES = frozenset((int, str, bool))
-_TEMPLATE_MAX_CLASSES = 64
-#: Most events × classes in one batch: with many classes a batch holds fewer events,
-#: so the per-batch arrays and dictionaries stay within a few MiB (up to 256 classes
-#: a batch keeps its full size).
-_MAX_BATCH_CELLS = 1 << 18
-#: Above this many classes the column path hands the evaluator each event's true-label
-#: log-probability only (all its metrics use), not the events × classes matrix.
-_EVALUATOR_MATRIX_CLASSES = 64
-#: Errors a malformed state can raise from a ``from_state`` that does not map them all
-#: to ModelStateError; at restore each makes the snapshot invalid, never the daemon stop.
-_STATE_ERRORS = (
-    StreamNBError,
-    KeyError,
-    TypeError,
-    ValueError,
-    ArithmeticError,
-    AttributeError,
-    IndexError,
-    RecursionError,
+from stream_nb.engine.parse import _columns, _parse_uniform
+from stream_nb.engine.records import (
+    _last_timestamp,
+    _reason,
+    _top,
+    _top_rows,
+    _true_label_log_probas,
 )
-
-
-def tune_gc(gen0: int = 50_000) -> None:
-    """Garbage-collector settings for a streaming daemon (process-wide; the CLI calls it).
-
-    Freezes the objects alive now (the loaded model, modules) into the
-    permanent generation, so collections never scan them again, and raises
-    the first generation's threshold to ``gen0`` allocations, so a batch's
-    short-lived records die before they are promoted and trigger full
-    collections. Reference cycles are still collected, only less often.
-    On the engine benchmark this saves about 1 µs per event.
-
-    Examples
-    --------
-    >>> import gc
-    >>> saved = gc.get_threshold()
-    >>> tune_gc()
-    >>> gc.get_threshold()[0] >= 50_000, gc.get_freeze_count() > 0
-    (True, True)
-    >>> gc.unfreeze(); gc.set_threshold(*saved)  # back to the interpreter's settings
-    """
-    gc.freeze()
-    first, second, third = gc.get_threshold()
-    gc.set_threshold(max(first, gen0), second, third)
-
-
-#: glibc ``mallopt`` parameters (``malloc.h``).
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-
-
-def tune_malloc(keep_free: int = 64 << 20, mmap_above: int = 32 << 20) -> bool:
-    """C ``malloc`` settings for a streaming daemon (glibc only; process-wide; the CLI calls it).
-
-    Every batch allocates and frees the same numpy temporaries (about 100 KiB
-    each for 1,024 events). With glibc's defaults the freed memory at the top
-    of the heap goes back to the kernel and the next batch faults it in
-    again, page by page: hundreds of page faults per batch, about 0.4 µs per
-    event on the engine benchmark. This keeps up to ``keep_free`` bytes of
-    freed memory for reuse (``M_TRIM_THRESHOLD``) and serves blocks below
-    ``mmap_above`` bytes from the heap (``M_MMAP_THRESHOLD``, at most 32 MiB).
-    The cost is resident memory: up to ``keep_free`` more than the live data.
-
-    Returns whether both settings took effect (``False`` off glibc, e.g. on
-    macOS or musl, where nothing changes).
-
-    Examples
-    --------
-    >>> import platform
-    >>> tune_malloc() == (platform.libc_ver()[0] == "glibc")
-    True
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    trim = mallopt(_M_TRIM_THRESHOLD, keep_free)
-    mmap = mallopt(_M_MMAP_THRESHOLD, mmap_above)
-    return trim == 1 and mmap == 1
-
-
-class ErrorPolicy(enum.Enum):
-    """What happens to an event that cannot be used."""
-
-    RAISE = "raise"  #: stop with InvalidEventError
-    SKIP = "skip"  #: count it (per reason) and go on
-    DEAD_LETTER = "dead_letter"  #: count it and write it to the dead-letter sink
-
-
-@dataclass
-class RunSummary:
-    """What a :meth:`Engine.run` call did (counters are cumulative over restarts)."""
-
-    consumed: int
-    predictions: int
-    learned: int
-    outcomes: dict[str, int]
-    rejected: dict[str, int]
-    seconds: float
-    report: dict[str, Any] | None = None
-    restored_from: str | None = None
-    last_snapshot: str | None = None
-    delayed_pending: int = 0
-    delayed_evicted: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data view (JSON-able)."""
-        return {
-            "consumed": self.consumed,
-            "predictions": self.predictions,
-            "learned": self.learned,
-            "outcomes": dict(self.outcomes),
-            "rejected": dict(self.rejected),
-            "seconds": self.seconds,
-            "report": self.report,
-            "restored_from": self.restored_from,
-            "last_snapshot": self.last_snapshot,
-            "delayed_pending": self.delayed_pending,
-            "delayed_evicted": self.delayed_evicted,
-        }
-
-
-def _top(log_proba: dict[Hashable, float], k: int) -> dict[Hashable, float]:
-    """The ``k`` most probable classes, most probable first (ties: the earlier class)."""
-    if len(log_proba) <= k:
-        return log_proba
-    # nlargest == sorted(..., reverse=True)[:k], stable, in O(classes)
-    return dict(heapq.nlargest(k, log_proba.items(), key=operator.itemgetter(1)))
-
-
-def _top_rows(labels: list[Hashable], log_proba: np.ndarray, k: int) -> list[dict[Hashable, float]]:
-    """:func:`_top` of every row's ``dict(zip(labels, row))``, without building those dicts."""
-    n, c = log_proba.shape
-    kth = np.partition(log_proba, c - k, axis=1)[:, c - k]  # each row's k-th largest
-    rows, columns = np.nonzero(log_proba >= kth[:, None])  # row-major: columns ascend
-    values = log_proba[rows, columns].tolist()
-    out: list[dict[Hashable, float]] = []
-    starts = np.searchsorted(rows, np.arange(n + 1)).tolist()
-    columns_list = columns.tolist()
-    get = operator.itemgetter(1)
-    for i in range(n):
-        a, b = starts[i], starts[i + 1]
-        pairs = [(labels[j], v) for j, v in zip(columns_list[a:b], values[a:b])]  # noqa: B905
-        out.append(dict(heapq.nlargest(k, pairs, key=get)))
-    return out
-
-
-@dataclass
-class _Restored:
-    """A snapshot's content, validated and rebuilt, not applied yet."""
-
-    learner: Learner
-    evaluator: Any
-    delayed: DelayedLabelCache | None
-    consumed: int
-    predictions: int
-    outcomes: dict[str, int]
-    rejected: dict[str, int]
-    columns: tuple[int, int]
-    classes: int
-
-
-def _count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CorruptCheckpointError(f"{what} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _counts(value: Any, what: str) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise CorruptCheckpointError(f"{what} must be an object, got {type(value).__name__}")
-    return {str(k): _count(v, f"{what}[{k!r}]") for k, v in value.items()}
+from stream_nb.engine.restore import _count, _counts, _existing_output, _Restored
+from stream_nb.engine.settings import (
+    _COLUMNS_MAX_SKIP,
+    _COLUMNS_MIN_BATCH,
+    _EVALUATION_EVERY,
+    _EVALUATOR_MATRIX_CLASSES,
+    _MAX_BATCH_CELLS,
+    _MODEL_SIZE_EVERY,
+    _NUMBERS,
+    _OPT_NON_STR,
+    _SCALARS,
+    _STATE_ERRORS,
+    _TEMPLATE_MAX_CLASSES,
+    _TEMPLATE_TYPES,
+    ENGINE_STATE_FORMAT,
+    ErrorPolicy,
+    RunSummary,
+    _log,
+)
+from stream_nb.evaluation import STATE_VERSION as EVALUATOR_VERSION
 
 
 class Engine:
@@ -1926,94 +1738,3 @@ class Engine:
                 # model_size() walks the whole model: O(model), so only now and then.
                 self._last_size_time = now
                 metrics.record_model_size(self.learner.model_size())
-
-
-#: The column path parses and transposes a batch this many lines at a time, so each
-#: chunk's dicts are freed, and their memory reused, while still in the CPU caches.
-_PARSE_CHUNK = 256
-
-
-def _parse_uniform(
-    payloads: list[bytes],
-) -> tuple[list[dict[str, Any]], tuple[dict[str, Any], list[Sequence[Any]]] | None] | None:
-    """Parse JSON lines for the column path: ``(objects, None)``, or ``([], (first
-    object, columns))`` when all are objects with the same keys (transposed chunk by
-    chunk); ``None`` if one is not an object. Raises ``orjson.JSONDecodeError``."""
-    loads = orjson.loads
-    first: dict[str, Any] | None = None
-    names: tuple[str, ...] = ()
-    chunks: list[list[Sequence[Any]]] = []
-    for start in range(0, len(payloads), _PARSE_CHUNK):
-        objs = list(map(loads, payloads[start : start + _PARSE_CHUNK]))
-        if set(map(type, objs)) != {dict}:
-            return None
-        if first is None:
-            first = objs[0]
-            names = tuple(first)
-        columns = _columns(objs, names)
-        if columns is None:
-            # not uniform (e.g. some events unlabelled): every object, the earlier
-            # chunks parsed again (their dicts are gone)
-            rest = list(map(loads, payloads[start + len(objs) :]))
-            if set(map(type, rest)) - {dict}:
-                return None
-            return [*map(loads, payloads[:start]), *objs, *rest], None
-        chunks.append(columns)
-    assert first is not None
-    if len(chunks) == 1:
-        return [], (first, chunks[0])
-    joined: list[Sequence[Any]] = []
-    for parts in zip(*chunks, strict=True):  # each column's parts, chunk after chunk
-        column: list[Any] = []
-        for part in parts:
-            column += part
-        joined.append(column)
-    return [], (first, joined)
-
-
-def _columns(dicts: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[Sequence[Any]] | None:
-    """``dicts`` as columns in ``names`` order, or ``None`` unless each has exactly those keys
-    (in any order)."""
-    if not names or set(map(len, dicts)) != {len(names)}:
-        return None
-    try:
-        if len(names) == 1:
-            return [tuple(map(operator.itemgetter(names[0]), dicts))]
-        return list(zip(*map(operator.itemgetter(*names), dicts)))  # noqa: B905 (same keys)
-    except KeyError:
-        return None
-
-
-def _existing_output(sink: Sink) -> str | None:
-    """:meth:`Sink.existing_output`, ``None`` for a sink without it (duck-typed sinks)."""
-    existing = getattr(sink, "existing_output", None)
-    return None if existing is None else existing()
-
-
-def _true_label_log_probas(
-    labels: list[Hashable], log_proba: np.ndarray, ys: Sequence[Hashable]
-) -> list[dict[Hashable, float]]:
-    """``{y: log P(y)}`` of each event's true label ``y`` (``{}`` for a label not in
-    ``labels``): what the prequential evaluator reads of ``dict(zip(labels, row))``."""
-    column_of = {label: j for j, label in enumerate(labels)}
-    columns = [column_of.get(y, -1) for y in ys]
-    values = log_proba[np.arange(len(ys)), columns].tolist()
-    return [
-        {y: v} if j >= 0 else {}
-        for y, j, v in zip(ys, columns, values)  # noqa: B905 (same length)
-    ]
-
-
-def _last_timestamp(records: list[Record]) -> float | None:
-    """The newest source timestamp of a batch (``None`` if the source has none)."""
-    for record in reversed(records):
-        if record.timestamp is not None:
-            return record.timestamp
-    return None
-
-
-def _reason(exc: Exception, default: str) -> str:
-    """The bounded reason code of a learner error (``default`` for TypeError/ValueError)."""
-    if isinstance(exc, InvalidEventError):
-        return exc.reason if exc.reason in REASONS else "invalid_event"
-    return default

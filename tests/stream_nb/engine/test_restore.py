@@ -27,7 +27,7 @@ from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, categorical_stream
 from stream_nb.engine.checkpoint import Checkpointer, encode_snapshot
-from stream_nb.engine.engine import _MAX_BATCH_CELLS
+from stream_nb.engine.settings import _MAX_BATCH_CELLS
 
 
 def _events(n, seed=3):
