@@ -444,7 +444,7 @@ def test_fused_log_softmax_argmax_is_bit_identical_to_the_library():
     import random
 
     from stream_nb.base import log_softmax
-    from stream_nb.engine.engine import _log_softmax_argmax
+    from stream_nb.engine.per_event import _log_softmax_argmax
 
     rng = random.Random(1)
     cases = [{"a": 0.0, "b": 0.0}, {"a": -math.inf, "b": -math.inf}, {1: -math.inf, 2: -3.0}]
@@ -534,7 +534,9 @@ class _PerEventEngine(Engine):
     """The engine forced onto its per-event path (the reference for the batch path)."""
 
     def _process(self, records):
-        self._process_each(records)
+        from stream_nb.engine.per_event import process_each
+
+        process_each(self, records)
 
 
 def _mixed_items(seed):

@@ -22,6 +22,7 @@ from stream_nb import (
 from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, mixed_stream
+from stream_nb.engine import columns as columns_module
 
 
 def _run(
@@ -236,7 +237,7 @@ def test_an_evaluator_without_update_arrays_gets_the_same_events() -> None:
     ],
 )
 def test_file_records_from_the_line_template(
-    tmp_path: Any, classes: list[Any], templated: bool
+    tmp_path: Any, classes: list[Any], templated: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """File blocks build their records from one template per batch: byte for byte the
     dicts' JSON, for every label type, and the dicts where the template cannot say it."""
@@ -249,15 +250,16 @@ def test_file_records_from_the_line_template(
         dst = tmp_path / f"out-{columns}.jsonl"
         engine = Engine(NaiveBayes(), FileSource(src), FileSink(dst), batch_size=500)
         engine._columns_ok = engine._columns_ok and columns
-        block_text = engine._block_text
+        block_text = columns_module.block_text
         texts: list[bytes | None] = []
 
         def spy(*args: Any, _inner: Any = block_text, _texts: Any = texts) -> Any:
             _texts.append(_inner(*args))
             return _texts[-1]
 
-        engine._block_text = spy  # type: ignore[method-assign,assignment]
+        monkeypatch.setattr(columns_module, "block_text", spy)
         engine.run()
+        monkeypatch.undo()
         outputs.append(dst.read_bytes())
         used.append(sum(t is not None for t in texts))
     assert outputs[0] == outputs[1]
