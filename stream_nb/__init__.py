@@ -47,16 +47,17 @@ from stream_nb.naive_bayes.multinomial import MultinomialNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
 if TYPE_CHECKING:
-    from stream_nb.engine.telemetry import EngineMetrics, MetricsServer, serve_metrics
+    from stream_nb.engine.server import MetricsServer, serve_metrics
+    from stream_nb.engine.telemetry import EngineMetrics
 
 __version__ = "0.1.0"
 
-#: Imported on first use: prometheus-client and http.server cost ~35 ms of start-up,
+#: Imported on first use: prometheus-client and http.server add to the start-up
 #: which a daemon without --metrics-address does not need.
 _LAZY = {
     "EngineMetrics": "stream_nb.engine.telemetry",
-    "MetricsServer": "stream_nb.engine.telemetry",
-    "serve_metrics": "stream_nb.engine.telemetry",
+    "MetricsServer": "stream_nb.engine.server",
+    "serve_metrics": "stream_nb.engine.server",
 }
 
 

@@ -380,7 +380,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     tune_gc()  # after the model is loaded: it is frozen out of future collections
     server = None
     if address is not None and metrics is not None:
-        from stream_nb.engine.telemetry import progress_check, serve_metrics
+        from stream_nb.engine.server import progress_check, serve_metrics
 
         server = serve_metrics(
             metrics,

@@ -13,7 +13,7 @@ import pytest
 from stream_nb import CategoricalNB, ConfigError, Engine, EngineMetrics
 from stream_nb.connectors.base import Record, Source
 from stream_nb.connectors.memory import MemorySink
-from stream_nb.engine.telemetry import progress_check, serve_metrics
+from stream_nb.engine.server import progress_check, serve_metrics
 
 
 class GatedSource(Source):

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream_nb import ConfigError, EngineMetrics, PrequentialEvaluator, serve_metrics
+from stream_nb.engine.server import MetricsServer
 from stream_nb.engine.telemetry import (
     CHECKPOINT_FAILURE_REASONS,
     CHECKPOINT_RESULTS,
@@ -25,7 +26,6 @@ from stream_nb.engine.telemetry import (
     OUTCOMES,
     STAGES,
     VIEWS,
-    MetricsServer,
 )
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
