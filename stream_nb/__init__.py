@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if os.path.basename((getattr(sys, "argv", None) or [""])[0]) == "stream-nb":  # the CLI
     # The daemon calls no BLAS routine; OpenBLAS's thread pool would only spin up
-    # at import (~70 ms of CPU). Library users' programs are left alone.
+    # at import. Library users' programs are left alone.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from stream_nb._exceptions import (

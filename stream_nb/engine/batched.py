@@ -29,7 +29,7 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
     """The batch path: runs of ordinary events go through ``predict_learn_many``.
 
     Same records, dead letters, evaluation and model as the per-event path
-    (:meth:`_process_each`): a run ("segment") of decoded events is
+    (:func:`~stream_nb.engine.per_event.process_each`): a run ("segment") of decoded events is
     predicted and learned by one :meth:`Learner.predict_learn_many` call,
     then emitted in order. A rejected or label-only event first finishes
     the segment before it, so every side effect keeps its order.

@@ -67,7 +67,7 @@ def process_columns(
     objects), every id and label is a scalar, and
     :meth:`Learner.predict_learn_columns` accepts the batch (it checks
     the feature values). The records, evaluation and model are those of
-    :meth:`_process_batched`; no per-event dictionary is built for the
+    :func:`~stream_nb.engine.batched.process_batched`; no per-event dictionary is built for the
     learner or the evaluator. Returns ``False``, having changed nothing,
     for any other batch, which then takes the general path.
     """

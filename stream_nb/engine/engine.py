@@ -223,7 +223,7 @@ class Engine:
         self._rejected_outcome = (
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
-        # The column path (see _process_columns), unless decisions or checks need one
+        # The column path (see stream_nb.engine.columns), unless decisions or checks need one
         # dictionary per event; _columns_wanted checks the learner batch by batch.
         self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
         self._columns_skip = 0  # batches left before the column path is tried again

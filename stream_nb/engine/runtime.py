@@ -14,8 +14,8 @@ def tune_gc(gen0: int = 50_000) -> None:
     permanent generation, so collections never scan them again, and raises
     the first generation's threshold to ``gen0`` allocations, so a batch's
     short-lived records die before they are promoted and trigger full
-    collections. Reference cycles are still collected, only less often.
-    On the engine benchmark this saves about 1 µs per event.
+    collections. Reference cycles are still collected, only less often
+    (docs/benchmarks.md has the effect on the engine benchmark).
 
     Examples
     --------
@@ -44,8 +44,7 @@ def tune_malloc(keep_free: int = 64 << 20, mmap_above: int = 32 << 20) -> bool:
     Every batch allocates and frees the same numpy temporaries (about 100 KiB
     each for 1,024 events). With glibc's defaults the freed memory at the top
     of the heap goes back to the kernel and the next batch faults it in
-    again, page by page: hundreds of page faults per batch, about 0.4 µs per
-    event on the engine benchmark. This keeps up to ``keep_free`` bytes of
+    again, page by page: hundreds of page faults per batch. This keeps up to ``keep_free`` bytes of
     freed memory for reuse (``M_TRIM_THRESHOLD``) and serves blocks below
     ``mmap_above`` bytes from the heap (``M_MMAP_THRESHOLD``, at most 32 MiB).
     The cost is resident memory: up to ``keep_free`` more than the live data.

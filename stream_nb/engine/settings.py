@@ -37,7 +37,7 @@ _MODEL_SIZE_EVERY = 5.0
 
 
 #: Under backlog, seconds between two refreshes of the prequential metrics (a report
-#: per batch cost ~4 % of the daemon's instructions); they are refreshed too whenever
+#: per batch would cost more than it tells); they are refreshed too whenever
 #: the engine catches up with its source or it is idle, and at the end.
 _EVALUATION_EVERY = 1.0
 
@@ -56,7 +56,7 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 _NUMBERS = frozenset((int, float))
 
 
-#: Label types whose JSON text is fixed by the class they equal (see Engine._block_text).
+#: Label types whose JSON text is fixed by the class they equal (see columns.block_text).
 _TEMPLATE_TYPES = frozenset((int, str, bool))
 
 

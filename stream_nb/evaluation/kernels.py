@@ -14,9 +14,8 @@ from stream_nb.evaluation.views import _LOG_FLOOR, _MAX_LOSS
 
 #: From this many events on, :meth:`PrequentialEvaluator.update_many` and
 #: :meth:`PrequentialEvaluator.update_arrays` take the vectorised path. Below
-#: it numpy's fixed cost (a few dozen array operations, ~60 µs a batch) is not
-#: paid back: measured with two classes, the vectorised path beats the
-#: per-event one (~3 µs an event) from about 20 events on.
+#: it numpy's fixed cost (a few dozen array operations per batch) is not paid
+#: back (docs/benchmarks.md).
 MIN_BATCH = 32
 
 

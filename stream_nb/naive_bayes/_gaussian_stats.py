@@ -511,7 +511,7 @@ class GaussianStatistics:
         not a non-bool number within ``±MAX_VALUE``, a class whose weight
         decayed to 0): the general path handles those.
 
-        Speed notes (measured): ``log2(v) * LN2`` instead of ``log(v)``
+        Speed notes: ``log2(v) * LN2`` instead of ``log(v)``
         (``math.log`` parses optional arguments), one ``log`` per class for
         the product of the σ², and no comprehension (each one is a call).
         """

@@ -50,8 +50,7 @@ from stream_nb.stats import LOG_2PI
 __all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_learn_many"]
 
 #: Below this many events the per-event loop is cheaper than numpy's fixed
-#: cost per array operation (~1-5 µs each, a few dozen per batch); measured on
-#: the engine benchmark, see docs/engine.md.
+#: cost per array operation (a few dozen per batch); see docs/benchmarks.md.
 MIN_BATCH = 64
 
 #: Same floor as stream_nb.naive_bayes.gaussian._MIN_EPSILON (ε never below it).

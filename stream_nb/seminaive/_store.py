@@ -1,6 +1,6 @@
 """The one sparse store of single and pairwise counts shared by SPODE, AODE, TAN and KDB.
 
-Notation of issue #4 (all weights in the raw units of :mod:`stream_nb.base`):
+Notation (all weights in the raw units of :mod:`stream_nb.base`):
 
 ``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)``
     Kept by an embedded :class:`~stream_nb.naive_bayes.categorical.CategoricalNB` (its
@@ -18,7 +18,7 @@ Notation of issue #4 (all weights in the raw units of :mod:`stream_nb.base`):
 Pair counts are lists indexed by class (``classes[y] = k``, the order classes
 were first learned) rather than dicts keyed by class: AODE's prediction reads
 ``d(d − 1)`` such vectors and zipping lists avoids ``d(d − 1)·K`` ``dict.get``
-calls (40 % of AODE's time with dicts, measured by cProfile on LED). A new
+calls (docs/benchmarks.md). A new
 class appends one ``0.0`` to every vector once (O(model), rare).
 
 Learning an event with ``d`` features present costs ``d`` single updates and
