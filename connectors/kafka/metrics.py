@@ -112,7 +112,7 @@ class _KafkaMetrics:
             self.committed_offset.labels(topic=tp.topic, partition=str(tp.partition)).set(om.offset)
 
     def observe_source(self, source: KafkaSource) -> None:
-        consumer = source._consumer
+        consumer = source.consumer
         assigned = source.assignment
         self.assigned.set(len(assigned))
         for tp in assigned:
@@ -120,7 +120,7 @@ class _KafkaMetrics:
                 high = consumer.highwater(tp)
             except KafkaError:
                 continue
-            position = source._positions.get(tp)
+            position = source.positions.get(tp)
             if high is not None and position is not None:
                 self.lag.labels(topic=tp.topic, partition=str(tp.partition)).set(
                     max(0, high - position)

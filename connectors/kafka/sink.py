@@ -120,7 +120,7 @@ class KafkaSink(Sink):
         # wakes its IO thread once per batch instead of once per record. A batch never
         # exceeds what the topic accepts.
         options.setdefault("batch_size", min(_BATCH_BYTES, self.limit))
-        self._flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
+        self.flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
         self._bootstrap = bootstrap_servers
         try:
             self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
@@ -134,16 +134,22 @@ class KafkaSink(Sink):
         self.dropped = 0
         self._metrics: _KafkaMetrics | None = None
         # exactly-once: records go through KafkaSync's transactional producer
-        self._sync: KafkaSync | None = None
+        self.sync: KafkaSync | None = None
         # a delivery failed: the daemon is ending, close() does not wait
         self._broken = False
+
+    def use_sync(self, sync: KafkaSync, delivery_timeout_ms: int) -> None:
+        """Send through ``sync``'s transactional producer (exactly-once), waiting up to
+        its delivery timeout (plus 5 s) when flushing."""
+        self.sync = sync
+        self.flush_timeout = delivery_timeout_ms / 1000.0 + 5.0
 
     def bind_metrics(self, registry: Any) -> None:
         """Count shrunk and dropped records on a Prometheus registry."""
         self._metrics = _metrics_for(registry)
 
     def _producer_now(self) -> Any:
-        return self._producer if self._sync is None else self._sync.producer
+        return self._producer if self.sync is None else self.sync.producer
 
     def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
         return carry_headers(headers) or None
@@ -176,7 +182,7 @@ class KafkaSink(Sink):
             self._send_fitting(value, key, carried)
             return
         # the common case inline (once per prediction): see _send
-        producer = self._producer if self._sync is None else self._sync.producer
+        producer = self._producer if self.sync is None else self.sync.producer
         try:
             future = producer.send(self.topic, value=value, key=key, headers=carried)
         except KafkaError as exc:
@@ -286,7 +292,7 @@ class KafkaSink(Sink):
         """``producer.flush`` in slices, logging the wait, at most the flush timeout."""
         producer = self._producer_now()
         start = time.monotonic()
-        deadline = start + self._flush_timeout
+        deadline = start + self.flush_timeout
         kind = f"flush:{self.topic}"
         while True:
             left = deadline - time.monotonic()
@@ -296,14 +302,14 @@ class KafkaSink(Sink):
                 if time.monotonic() >= deadline:
                     raise self._failed(
                         f"{count} records to Kafka topic {self.topic!r} not acknowledged "
-                        f"within {self._flush_timeout:g} s; is the broker reachable? (exiting "
+                        f"within {self.flush_timeout:g} s; is the broker reachable? (exiting "
                         "so that a supervisor restarts from the last snapshot)"
                     ) from None
                 trouble.report(
                     kind,
                     f"{count} records to Kafka topic {self.topic!r} not acknowledged after "
                     f"{time.monotonic() - start:.0f} s; the producer retries for up to "
-                    f"{self._flush_timeout - 5:g} s",
+                    f"{self.flush_timeout - 5:g} s",
                 )
                 continue
             except KafkaError as exc:
@@ -321,11 +327,11 @@ class KafkaSink(Sink):
         _log.error("%s", message)
         return SinkError(message)
 
-    def _discard_pending(self) -> None:
+    def discard_pending(self) -> None:
         """Forget sent records (exactly-once: their transaction committed or aborted)."""
         self._pending = []
 
-    def _learn_limits(self) -> None:
+    def learn_limits(self) -> None:
         """Exactly-once, after a failed transaction: lower :attr:`limit` below every record
         the broker rejected as too large, so the redone work sends them smaller."""
         for future, value, key, headers in self._pending:
@@ -340,7 +346,7 @@ class KafkaSink(Sink):
         """
         try:
             if self._pending and not self._broken:
-                self._flush_timeout = min(self._flush_timeout, CLOSE_SECONDS)
+                self.flush_timeout = min(self.flush_timeout, CLOSE_SECONDS)
                 self.flush()
         finally:
             try:

@@ -60,13 +60,13 @@ class _Listener(AsyncConsumerRebalanceListener):
         self._source = source
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._source._on_revoked_async(set(revoked))
+        await self._source.on_revoked_async(set(revoked))
 
     async def on_partitions_lost(self, lost: Any) -> None:
-        self._source._on_revoked(set(lost), "lost", settled=False)
+        self._source.on_revoked(set(lost), "lost", settled=False)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self._source._on_assigned_async(set(assigned))
+        await self._source.on_assigned_async(set(assigned))
 
 
 class KafkaSource(Source):
@@ -207,11 +207,11 @@ class KafkaSource(Source):
             error=SourceError,
         )
         # Bound for blocking consumer calls (commit, committed offsets, positions).
-        self._call_ms = int(options.get("request_timeout_ms", 30_000))
+        self.call_ms = int(options.get("request_timeout_ms", 30_000))
         self._client: Any = None  # the KafkaConsumer, created on first use
         self._lock = threading.Lock()
         # next offset of every partition handed out (or restored from a snapshot)
-        self._positions: dict[TopicPartition, int] = {}
+        self.positions: dict[TopicPartition, int] = {}
         # partitions assigned by the group, and those whose committed offset is unchecked
         self._assigned: set[TopicPartition] = set()
         # partition -> snapshot offset it was positioned at, not yet compared with the commit
@@ -223,9 +223,9 @@ class KafkaSource(Source):
         #: Commits that failed (retried implicitly by the next snapshot's commit).
         self.commit_failures = 0
         self.last_commit_seconds = 0.0
-        self._metrics: _KafkaMetrics | None = None
+        self.metrics: _KafkaMetrics | None = None
         # transactional mode (model sync / exactly-once): committed offsets win
-        self._sync: KafkaSync | None = None
+        self.sync: KafkaSync | None = None
         self._engine: Any = None
         # set while the main thread waits in poll(): rebalances run only then, with the
         # engine between batches (every record handed out is processed)
@@ -240,10 +240,14 @@ class KafkaSource(Source):
         # an error of a rebalance callback's helper thread, raised in the main thread
         self._failure: BaseException | None = None
         self._last_connection_check = 0.0
-        self._bootstrap = bootstrap_servers
-        self._options = dict(options)
+        self.bootstrap = bootstrap_servers
+        self.options = dict(options)
 
     # ------------------------------------------------------------ the consumer
+    def use_sync(self, sync: KafkaSync) -> None:
+        """Let ``sync`` (model sync, exactly-once) own the commits and rebalance steps."""
+        self.sync = sync
+
     @property
     def group_instance_id(self) -> str | None:
         """The consumer's static member id (``None`` for a dynamic member)."""
@@ -254,7 +258,7 @@ class KafkaSource(Source):
         return _INSTANCE_ID.sub("_", f"stream-nb-{self.worker_id}")[:249]
 
     @property
-    def _consumer(self) -> Any:
+    def consumer(self) -> Any:
         """The consumer, created (and subscribed) on first use."""
         if self._client is None:
             self._start()
@@ -263,12 +267,12 @@ class KafkaSource(Source):
     def _start(self) -> None:
         """Create the consumer, refuse a lost model (see :meth:`_refuse_lost_state`), join."""
         consumer = KafkaConsumer(
-            bootstrap_servers=self._bootstrap,
+            bootstrap_servers=self.bootstrap,
             group_id=self.group_id,
             group_instance_id=self.group_instance_id,
             enable_auto_commit=False,
             auto_offset_reset=self._reset,
-            **self._options,
+            **self.options,
         )
         try:
             self._refuse_lost_state(consumer)
@@ -297,7 +301,7 @@ class KafkaSource(Source):
             info = self.topic_info.get(topic)
             count = 1 if info is None or not info.partitions else info.partitions
             tps = [TopicPartition(topic, p) for p in range(count)]
-            starts = consumer.beginning_offsets(tps, timeout_ms=self._call_ms)
+            starts = consumer.beginning_offsets(tps, timeout_ms=self.call_ms)
             deleted = {tp.partition: o for tp, o in starts.items() if o > 0}
             if deleted:
                 raise SourceError(
@@ -314,7 +318,7 @@ class KafkaSource(Source):
             for partition in range(info.partitions if info and info.partitions else 0):
                 tp = TopicPartition(topic, partition)
                 try:
-                    committed = consumer.committed(tp, timeout_ms=self._call_ms)
+                    committed = consumer.committed(tp, timeout_ms=self.call_ms)
                 except KafkaError as exc:
                     raise SourceError(
                         f"cannot read the committed offsets of consumer group "
@@ -352,7 +356,7 @@ class KafkaSource(Source):
         self._last_connection_check = now
         connections = ClientAdapter.connections(self._client)
         kind = f"unreachable:{self.group_id}"
-        servers = self._bootstrap if isinstance(self._bootstrap, str) else ",".join(self._bootstrap)
+        servers = self.bootstrap if isinstance(self.bootstrap, str) else ",".join(self.bootstrap)
         if connections == 0:
             trouble.report(
                 kind,
@@ -363,7 +367,7 @@ class KafkaSource(Source):
             trouble.clear(kind, f"Kafka brokers {servers} reachable again")
 
     # ------------------------------------------------------------ rebalance (IO thread)
-    async def _on_revoked_async(self, partitions: set[TopicPartition]) -> None:
+    async def on_revoked_async(self, partitions: set[TopicPartition]) -> None:
         """On revoke, checkpoint and commit what was processed before the partitions move.
 
         A rebalance runs only inside the main thread's ``poll`` (kafka-python drives the
@@ -376,7 +380,7 @@ class KafkaSource(Source):
         settled = False
         if partitions and self._in_poll and self._engine is not None:
             settled = await self._in_thread(self._settle)
-        self._on_revoked(partitions, "revoked", settled=settled)
+        self.on_revoked(partitions, "revoked", settled=settled)
 
     async def _in_thread(self, work: Any) -> bool:
         """Run ``work()`` on a helper thread and wait for it without blocking the IO loop.
@@ -399,8 +403,8 @@ class KafkaSource(Source):
         Returns whether the assigned partitions' offsets are now committed up to the
         records handed out.
         """
-        if self._sync is not None:
-            return self._sync.settle()
+        if self.sync is not None:
+            return self.sync.settle()
         engine = self._engine
         if engine is None or engine.checkpointer is None:
             return False
@@ -408,7 +412,7 @@ class KafkaSource(Source):
         engine.checkpoint()  # flush sinks, snapshot, then commit (KafkaSource.commit)
         return self.commit_failures == failures
 
-    def _on_revoked(self, partitions: set[TopicPartition], event: str, *, settled: bool) -> None:
+    def on_revoked(self, partitions: set[TopicPartition], event: str, *, settled: bool) -> None:
         with self._lock:
             self._assigned -= partitions
             for tp in partitions:
@@ -416,26 +420,26 @@ class KafkaSource(Source):
                 if settled:
                     # Committed up to here: whoever owns it next (this worker included)
                     # starts from the commit, not from an older snapshot position.
-                    self._positions.pop(tp, None)
+                    self.positions.pop(tp, None)
             self.rebalances[event] += 1
-            if partitions and not settled and (self._sync is not None or event == "lost"):
+            if partitions and not settled and (self.sync is not None or event == "lost"):
                 self._needs_rollback = True
-        if self._metrics is not None:
-            self._metrics.rebalance(event)
+        if self.metrics is not None:
+            self.metrics.rebalance(event)
 
     def _on_assigned(self, partitions: set[TopicPartition]) -> None:
         with self._lock:
             self._assigned |= partitions
             self.rebalances["assigned"] += 1
             for tp in partitions:
-                offset = None if self._sync is not None else self._positions.get(tp)
+                offset = None if self.sync is not None else self.positions.get(tp)
                 if offset is not None:
                     self._unchecked[tp] = offset
-                    self._consumer.seek(tp, offset)  # local: safe on the IO thread
-        if self._metrics is not None:
-            self._metrics.rebalance("assigned")
+                    self.consumer.seek(tp, offset)  # local: safe on the IO thread
+        if self.metrics is not None:
+            self.metrics.rebalance("assigned")
 
-    async def _on_assigned_async(self, partitions: set[TopicPartition]) -> None:
+    async def on_assigned_async(self, partitions: set[TopicPartition]) -> None:
         """Position new partitions at the snapshot's offsets, then compare those with the
         group's committed offsets before any record is fetched (helper thread)."""
         self._on_assigned(partitions)
@@ -460,7 +464,7 @@ class KafkaSource(Source):
         """
         for tp, mine in partitions.items():
             try:
-                committed = self._consumer.committed(tp, metadata=True, timeout_ms=self._call_ms)
+                committed = self.consumer.committed(tp, metadata=True, timeout_ms=self.call_ms)
             except KafkaError as exc:
                 # Unchecked, the snapshot's offset could re-learn events another worker
                 # learned: stop rather than risk it (a restart checks again).
@@ -477,14 +481,14 @@ class KafkaSource(Source):
                 continue
             if self._committed_by_me(committed.metadata):
                 self.replayed += committed.offset - mine
-                if self._metrics is not None:
-                    self._metrics.replayed.inc(committed.offset - mine)
+                if self.metrics is not None:
+                    self.metrics.replayed.inc(committed.offset - mine)
             else:
                 with self._lock:
                     if tp in self._assigned:
-                        self._consumer.seek(tp, committed.offset)
-                    if self._positions.get(tp) == mine:
-                        del self._positions[tp]
+                        self.consumer.seek(tp, committed.offset)
+                    if self.positions.get(tp) == mine:
+                        del self.positions[tp]
 
     def _committed_by_me(self, metadata: Any) -> bool:
         """Whether commit metadata (``{"snapshot", "worker"}``) names this worker."""
@@ -496,13 +500,13 @@ class KafkaSource(Source):
 
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
         """Poll up to ``max_records`` records, waiting at most ``timeout`` seconds."""
-        if self._sync is not None:
-            self._sync.ensure_tracking()
+        if self.sync is not None:
+            self.sync.ensure_tracking()
         if self._unchecked:
             with self._lock:
                 pending = dict(self._unchecked)
             self._check_committed(pending)
-        consumer = self._consumer
+        consumer = self.consumer
         self._in_poll = True
         try:
             polled = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
@@ -523,17 +527,17 @@ class KafkaSource(Source):
         if self._needs_rollback:
             with self._lock:
                 self._needs_rollback = False
-            if self._sync is not None:
+            if self.sync is not None:
                 # Partitions left without a commit (lost, or the sync on revoke failed):
                 # the work since the last transaction may cover partitions now owned by
                 # another worker, who restarts them from the committed offsets. Drop it,
                 # and this poll's records too, and resume from the committed offsets.
-                self._sync.rollback(reseek=True)
+                self.sync.rollback(reseek=True)
                 return []
             if self._return_to_snapshot():
                 return []
         out: list[Record] = []
-        positions = self._positions
+        positions = self.positions
         for tp, messages in polled.items():
             topic, partition = tp.topic, tp.partition
             for m in messages:
@@ -550,8 +554,8 @@ class KafkaSource(Source):
                 positions[tp] = messages[-1].offset + 1
         if out:
             self._clean = False
-        if self._metrics is not None:
-            self._metrics.observe_source(self)
+        if self.metrics is not None:
+            self.metrics.observe_source(self)
         return out
 
     def position(self) -> dict[str, Any]:
@@ -562,7 +566,7 @@ class KafkaSource(Source):
         """
         if self._client is None and self._engine is not None:
             self._start()
-        offsets = sorted([tp.topic, tp.partition, o] for tp, o in self._positions.items())
+        offsets = sorted([tp.topic, tp.partition, o] for tp, o in self.positions.items())
         return {"offsets": offsets, "worker": self.worker_id}
 
     def seek(self, position: Mapping[str, Any]) -> None:
@@ -572,7 +576,7 @@ class KafkaSource(Source):
         win instead, and this does nothing.
         """
         self._restored = True
-        if self._sync is not None:
+        if self.sync is not None:
             return
         try:
             offsets = {
@@ -583,10 +587,10 @@ class KafkaSource(Source):
         if isinstance(position.get("worker"), str):
             self.worker_id = position["worker"]  # the worker that committed these offsets
         with self._lock:
-            self._positions = offsets
+            self.positions = offsets
             for tp in self._assigned:
                 if tp in offsets:
-                    self._consumer.seek(tp, offsets[tp])
+                    self.consumer.seek(tp, offsets[tp])
 
     def commit(self, position: Mapping[str, Any], snapshot_id: str) -> None:
         """Commit the assigned partitions' offsets of a durable snapshot.
@@ -595,7 +599,7 @@ class KafkaSource(Source):
         counted, not raised: the next snapshot's commit covers them, and until
         then a restart resumes from the snapshot anyway.
         """
-        if self._sync is not None:
+        if self.sync is not None:
             return  # offsets are committed inside KafkaSync's transactions
         metadata = orjson.dumps({"snapshot": snapshot_id, "worker": self.worker_id}).decode()
         with self._lock:
@@ -609,7 +613,7 @@ class KafkaSource(Source):
             return
         start = time.perf_counter()
         try:
-            self._consumer.commit(offsets, timeout_ms=self._call_ms)
+            self.consumer.commit(offsets, timeout_ms=self.call_ms)
         except (CommitFailedError, KafkaError) as exc:
             if _fatal(exc):
                 hint = ""
@@ -625,8 +629,8 @@ class KafkaSource(Source):
                     "snapshot"
                 ) from exc
             self.commit_failures += 1
-            if self._metrics is not None:
-                self._metrics.commit_failures.inc()
+            if self.metrics is not None:
+                self.metrics.commit_failures.inc()
             trouble.report(
                 f"commit:{self.group_id}",
                 f"offset commit for snapshot {snapshot_id} (group {self.group_id!r}) failed: "
@@ -638,8 +642,8 @@ class KafkaSource(Source):
         trouble.clear(
             f"commit:{self.group_id}", f"offset commits of group {self.group_id!r} work again"
         )
-        if self._metrics is not None:
-            self._metrics.committed(offsets, self.last_commit_seconds)
+        if self.metrics is not None:
+            self.metrics.committed(offsets, self.last_commit_seconds)
 
     @property
     def ready(self) -> bool:
@@ -650,15 +654,15 @@ class KafkaSource(Source):
         connections = ClientAdapter.connections(self._client)
         return connections is None or connections > 0
 
-    def _committable(self) -> dict[TopicPartition, int]:
+    def committable(self) -> dict[TopicPartition, int]:
         """Next offsets of the assigned partitions that records were handed out from."""
         with self._lock:
             assigned = set(self._assigned)
-        return {tp: o for tp, o in self._positions.items() if tp in assigned}
+        return {tp: o for tp, o in self.positions.items() if tp in assigned}
 
-    def _reset_positions(self, *, reseek: bool) -> None:
+    def reset_positions(self, *, reseek: bool) -> None:
         """Forget positions; with ``reseek``, go back to the committed offsets (main thread)."""
-        self._positions = {}
+        self.positions = {}
         if not reseek:
             return
         for tp in self.assignment:
@@ -667,17 +671,17 @@ class KafkaSource(Source):
     def _seek_committed(self, tp: TopicPartition) -> None:
         """Position ``tp`` at the group's committed offset (or the reset policy's end)."""
         try:
-            committed = self._consumer.committed(tp, timeout_ms=self._call_ms)
+            committed = self.consumer.committed(tp, timeout_ms=self.call_ms)
         except KafkaError as exc:
             raise SourceError(
                 f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
             ) from exc
         if committed is None and self._reset == "latest":
-            self._consumer.seek_to_end(tp)
+            self.consumer.seek_to_end(tp)
         elif committed is None:
-            self._consumer.seek_to_beginning(tp)
+            self.consumer.seek_to_beginning(tp)
         else:
-            self._consumer.seek(tp, committed)
+            self.consumer.seek(tp, committed)
 
     def _return_to_snapshot(self) -> bool:
         """After lost partitions (no model sync): return the engine to its last snapshot.
@@ -694,7 +698,7 @@ class KafkaSource(Source):
         with self._lock:
             assigned = set(self._assigned)
         for tp in assigned:
-            mine = self._positions.get(tp)
+            mine = self.positions.get(tp)
             if mine is None:
                 self._seek_committed(tp)
             else:
@@ -710,7 +714,7 @@ class KafkaSource(Source):
 
     def bind_metrics(self, registry: Any) -> None:
         """Publish ``stream_nb_kafka_*`` metrics on a Prometheus registry."""
-        self._metrics = _metrics_for(registry)
+        self.metrics = _metrics_for(registry)
 
     def attach_engine(self, engine: Any) -> None:
         """Called by the CLI before ``engine.restore()``: lets a revoke checkpoint the engine
@@ -720,7 +724,7 @@ class KafkaSource(Source):
             return
         self._engine = engine
         engine.add_batch_hook(self._after_batch)
-        if self._sync_config is not None and self._sync is None:
+        if self._sync_config is not None and self.sync is None:
             from stream_nb.connectors.kafka.sync import KafkaSync  # (it imports this module)
 
             sync = KafkaSync(self, **self._sync_config)
@@ -739,10 +743,10 @@ class KafkaSource(Source):
         so its partitions move on at once; a crashed worker (no close) keeps them until
         it is back or its session times out. Every step is bounded.
         """
-        if self._sync is not None:
+        if self.sync is not None:
             if self._clean:
-                self._sync.final_sync()
-            self._sync.close()
+                self.sync.final_sync()
+            self.sync.close()
         consumer, self._client = self._client, None
         if consumer is None:
             return
@@ -758,7 +762,7 @@ class KafkaSource(Source):
     def _leave(self, instance: str) -> None:
         """Remove static member ``instance`` from the group (best effort, bounded)."""
         try:
-            admin = _admin(self._bootstrap, self._options, SourceError, CLOSE_SECONDS)
+            admin = _admin(self.bootstrap, self.options, SourceError, CLOSE_SECONDS)
         except SourceError as exc:
             _log.warning("cannot leave consumer group %r: %s", self.group_id, exc)
             return

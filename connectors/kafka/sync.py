@@ -152,14 +152,14 @@ class KafkaSync:
         count = info.partitions if info is not None and info.partitions else 1
         #: Largest delta record the sync topic accepts (``max.message.bytes``), if known.
         self.delta_limit = None if info is None else info.max_message_bytes
-        self._call_ms = source._call_ms
+        self._call_ms = source.call_ms
         self._consumer = KafkaConsumer(
-            bootstrap_servers=source._bootstrap,
+            bootstrap_servers=source.bootstrap,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed",
-            **_client_options(source._options),
+            **_client_options(source.options),
         )
         self._partitions = [TopicPartition(topic, p) for p in range(count)]
         self._consumer.assign(self._partitions)
@@ -174,7 +174,7 @@ class KafkaSync:
     def producer(self) -> Any:
         """The transactional producer (created on first use, after restore set the worker id)."""
         if self._producer is None:
-            options = {**_client_options(self.source._options), **self._producer_options}
+            options = {**_client_options(self.source.options), **self._producer_options}
             # Deltas are compressed on their own (zlib, see sync()); predictions in
             # exactly-once mode stay uncompressed like the at-least-once sink's
             # (kafka-python's gzip runs at level 9: 16,200 -> 18,600 events/CPU-s without).
@@ -196,7 +196,7 @@ class KafkaSync:
             transactional_id = f"stream-nb.{self.source.group_id}.{self.worker_id}"
             try:
                 producer = KafkaProducer(
-                    bootstrap_servers=self.source._bootstrap,
+                    bootstrap_servers=self.source.bootstrap,
                     transactional_id=transactional_id,
                     **options,
                 )
@@ -215,7 +215,7 @@ class KafkaSync:
     def attach(self, engine: Any) -> None:
         """Hook into an :class:`~stream_nb.engine.Engine` (before ``engine.restore()``)."""
         self._engine = engine
-        self.source._sync = self
+        self.source.use_sync(self)
         engine.add_extra_state("kafka_sync", self._provide, self._restore)
         engine.add_batch_hook(self._on_batch)
         self._adopt(engine.learner)
@@ -229,10 +229,8 @@ class KafkaSync:
                         f"exactly_once needs Kafka sinks for predictions and dead letters, "
                         f"got {type(sink).__name__}; use kafka:// URLs or drop exactly_once"
                     )
-                sink._sync = self
-                # the sink waits for the transactional producer's deliveries
                 delivery = self._producer_options.get("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
-                sink._flush_timeout = delivery / 1000.0 + 5.0
+                sink.use_sync(self, delivery)
                 self._sinks.append(sink)
 
     def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
@@ -394,7 +392,7 @@ class KafkaSync:
         """
         self._last = time.monotonic()
         source = self.source
-        offsets = source._committable()
+        offsets = source.committable()
         changed = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
         tracker = self._tracker
         assert tracker is not None, "attach() first"
@@ -428,7 +426,7 @@ class KafkaSync:
                         )
                     producer.send(self.topic, value=value, key=key)
                 if offsets:
-                    group = source._consumer.group_metadata()
+                    group = source.consumer.group_metadata()
                     bounded(
                         lambda: producer.send_offsets_to_transaction(
                             {tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()},
@@ -459,31 +457,31 @@ class KafkaSync:
                     f"sync transaction failed, dropping uncommitted work: {exc!r}",
                 )
                 for sink in self._sinks:
-                    sink._learn_limits()
+                    sink.learn_limits()
                 self.rollback(reseek=reseek)
                 return False
             self._txn_ok = True
             source.last_commit_seconds = time.perf_counter() - start
-            if source._metrics is not None:
-                source._metrics.committed(
+            if source.metrics is not None:
+                source.metrics.committed(
                     {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
                     source.last_commit_seconds,
                 )
             producer.begin_transaction()
             for sink in self._sinks:
-                sink._discard_pending()
+                sink.discard_pending()
             self._committed = dict(offsets)
             if has_delta:
                 self.seq += 1
                 self.sent += 1
                 self._pending.append((self.seq, *tracker.cut()))
-                if source._metrics is not None:
-                    source._metrics.sync_sent.inc()
+                if source.metrics is not None:
+                    source.metrics.sync_sent.inc()
         before = self.merged_deltas
         folded = self._read_to_end(_SYNC_READ_SECONDS, strict=False)
         if folded:
             self._refresh_main(keep_local=True)
-        metrics = source._metrics
+        metrics = source.metrics
         if metrics is not None:
             metrics.sync_merged.inc(self.merged_deltas - before)
             lag = 0
@@ -549,8 +547,8 @@ class KafkaSync:
     def rollback(self, *, reseek: bool) -> None:
         """Drop everything since the last committed transaction: model, outputs, positions."""
         self.rollbacks += 1
-        if self.source._metrics is not None:
-            self.source._metrics.rollbacks.inc()
+        if self.source.metrics is not None:
+            self.source.metrics.rollbacks.inc()
         if self._producer is not None:
             producer = self._producer
             try:
@@ -571,11 +569,11 @@ class KafkaSync:
                 _log.warning("aborting the transaction failed (%r); a new producer fences it", exc)
                 self._drop_producer()
         for sink in self._sinks:
-            sink._discard_pending()
+            sink.discard_pending()
         if self._engine is not None and self._tracker is not None:
             self._refresh_main(keep_local=False)
         self._committed = {}
-        self.source._reset_positions(reseek=reseek)
+        self.source.reset_positions(reseek=reseek)
 
     def close(self) -> None:
         """Close the sync consumer and the producer (an open transaction is aborted by the
