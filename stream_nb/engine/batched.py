@@ -20,6 +20,7 @@ from stream_nb.engine.records import (
 from stream_nb.engine.settings import (
     _OPT_NON_STR,
 )
+from stream_nb.engine.tally import BatchTally, EvaluationQueue, learn_label_only
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
@@ -43,21 +44,16 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     dumps = orjson.dumps
-    evaluator = engine.evaluator
-    update = None if evaluator is None else evaluator.update
-    update_many = getattr(evaluator, "update_many", None)
-    eval_true: list[Any] = []
-    eval_pred: list[Any] = []
-    eval_lp: list[Any] = []
+    queue = EvaluationQueue(engine.evaluator)
+    update, update_many = queue.update, queue.update_many
+    eval_true, eval_pred, eval_lp = queue.true, queue.predicted, queue.log_proba
     delayed = engine.delayed
     decide = engine._decide
     top_k = engine.top_k
     metrics = engine.metrics
     perf = time.perf_counter
     sample_every = engine.latency_every
-    counts = dict.fromkeys(
-        ("pred", "only", "learn", "delayed", "matched", "unmatched", "rejected", "blank"), 0
-    )
+    tally = BatchTally(consumed=len(records), batch_start=0.0)
     stage = dict.fromkeys(("decode", "predict", "emit"), 0.0)
     latencies: list[float] = []
     batch_start = perf()
@@ -121,8 +117,8 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
                     line = dumps_exact(out, option=option)
                 append(line)
             n = len(seg_y)
-            counts["pred"] += n
-            counts["learn"] += n
+            tally.predicted += n
+            tally.learned += n
             if update is not None:
                 eval_true.extend(seg_y)
                 eval_pred.extend(predictions)
@@ -135,7 +131,7 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
             record = seg_rec[i]
             if lp is None:
                 exc = errors[i]
-                counts["rejected"] += 1
+                tally.rejected += 1
                 engine._reject(record, _reason(exc, "predict_error"), str(exc))
                 continue
             y_pred = predictions[i]
@@ -203,7 +199,7 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
                         update(y, y_pred, lp)
                 if errors and i in errors:
                     exc = errors[i]
-                    counts["rejected"] += 1
+                    tally.rejected += 1
                     engine._reject(record, _reason(exc, "learn_error"), str(exc))
                     continue
                 n_learned += 1
@@ -217,10 +213,10 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
                 t0 = seg_t0[i]
                 if t0 is not None:
                     latencies.append(perf() - t0)
-        counts["pred"] += n_pred
-        counts["learn"] += n_learn
-        counts["only"] += n_only
-        counts["delayed"] += n_delayed
+        tally.predicted += n_pred
+        tally.learned += n_learn
+        tally.only += n_only
+        tally.delayed += n_delayed
         stage["predict"] += t_emit - t_model
         stage["emit"] += perf() - t_emit
 
@@ -247,13 +243,13 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
                     x, y, eid, w = decode(payload)  # raises (too_large)
             except InvalidEventError as exc:
                 if not payload.strip():
-                    counts["blank"] += 1
+                    tally.blank += 1
                     continue
                 stage["decode"] += perf() - t_start
                 if segment:
                     run_segment()
                 t_start = perf()
-                counts["rejected"] += 1
+                tally.rejected += 1
                 engine._reject(record, exc.reason, str(exc))
                 continue
             if x is not None:
@@ -264,62 +260,23 @@ def process_batched(engine: Engine, records: list[Record]) -> None:
             if segment:
                 run_segment()
             t_start = perf()
-            pending = None if delayed is None else delayed.pop(eid)
-            if pending is None:
-                if delayed is None:
-                    counts["rejected"] += 1
-                    engine._reject(
-                        record,
-                        "missing_features",
-                        "label-only event but delayed labels are disabled; "
-                        "enable them with --delayed-labels",
-                    )
-                else:
-                    counts["unmatched"] += 1
-                continue
-            if update is not None:
-                if update_many is not None:
-                    eval_true.append(y)
-                    eval_pred.append(pending.y_pred)
-                    eval_lp.append(pending.log_proba)
-                else:
-                    update(y, pending.y_pred, pending.log_proba)
-            try:
-                learner.learn_one(pending.x, y, pending.w)
-            except (InvalidEventError, TypeError, ValueError) as exc:
-                counts["rejected"] += 1
-                engine._reject(record, _reason(exc, "learn_error"), str(exc))
-                continue
-            counts["matched"] += 1
+            learn_label_only(engine, record, y, eid, tally, queue)
         stage["decode"] += perf() - t_start
         if segment:
             run_segment()
     finally:
         if lines:
             engine.sink.write_many(lines)
-        if eval_true:
-            t5 = perf()
-            update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
-            evaluate_seconds = perf() - t5
-    engine._finish_batch(
-        len(records),
-        _last_timestamp(records),
-        batch_start,
-        n_pred=counts["pred"],
-        n_only=counts["only"],
-        n_learn=counts["learn"],
-        n_delayed=counts["delayed"],
-        n_matched=counts["matched"],
-        n_unmatched=counts["unmatched"],
-        n_rejected=counts["rejected"],
-        n_blank=counts["blank"],
-        stage_seconds={
-            "decode": stage["decode"],
-            # the learner's batched predict + learn, one call per segment
-            "predict": stage["predict"],
-            "emit": stage["emit"],
-            "evaluate": evaluate_seconds,
-            "learn": 0.0,
-        },
-        latencies=latencies,
-    )
+        evaluate_seconds = queue.flush()
+    tally.batch_start = batch_start
+    tally.last_timestamp = _last_timestamp(records)
+    tally.stage_seconds = {
+        "decode": stage["decode"],
+        # the learner's batched predict + learn, one call per segment
+        "predict": stage["predict"],
+        "emit": stage["emit"],
+        "evaluate": evaluate_seconds,
+        "learn": 0.0,
+    }
+    tally.latencies = latencies
+    engine.finish_batch(tally)

@@ -28,6 +28,7 @@ from stream_nb.engine.settings import (
     _TEMPLATE_TYPES,
     ErrorPolicy,
 )
+from stream_nb.engine.tally import BatchTally
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
@@ -150,26 +151,23 @@ def process_columns(
         every = engine.latency_every
         sampled = (engine.consumed + b) // every - engine.consumed // every
         latencies = [t_end - batch_start] * sampled
-    engine._finish_batch(
-        b,
-        None if records is None else _last_timestamp(records),
-        batch_start,
-        n_pred=b,
-        n_only=b - n_labelled,
-        n_learn=n_labelled,
-        n_delayed=0,
-        n_matched=0,
-        n_unmatched=0,
-        n_rejected=0,
-        n_blank=0,
-        stage_seconds={
-            "decode": t_model - batch_start,
-            "predict": t_emit - t_model,
-            "emit": t_evaluate - t_emit,
-            "evaluate": t_end - t_evaluate,
-            "learn": 0.0,
-        },
-        latencies=latencies,
+    engine.finish_batch(
+        BatchTally(
+            consumed=b,
+            batch_start=batch_start,
+            last_timestamp=None if records is None else _last_timestamp(records),
+            predicted=b,
+            only=b - n_labelled,
+            learned=n_labelled,
+            stage_seconds={
+                "decode": t_model - batch_start,
+                "predict": t_emit - t_model,
+                "emit": t_evaluate - t_emit,
+                "evaluate": t_end - t_evaluate,
+                "learn": 0.0,
+            },
+            latencies=latencies,
+        )
     )
     return True
 

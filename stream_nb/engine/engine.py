@@ -31,7 +31,7 @@ memory does not grow with the number of classes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from stream_nb._exceptions import (
@@ -65,6 +65,7 @@ from stream_nb.engine.settings import (
     RunSummary,
     _log,
 )
+from stream_nb.engine.tally import BatchTally
 
 
 class Engine:
@@ -523,51 +524,28 @@ class Engine:
         else:
             process_batched(self, records)
 
-    def _finish_batch(
-        self,
-        consumed: int,
-        last_ts: float | None,
-        batch_start: float,
-        *,
-        n_pred: int,
-        n_only: int,
-        n_learn: int,
-        n_delayed: int,
-        n_matched: int,
-        n_unmatched: int,
-        n_rejected: int,
-        n_blank: int,
-        stage_seconds: Mapping[str, float],
-        latencies: Iterable[float],
-    ) -> None:
-        """Counters, outcomes and metrics of one processed batch."""
+    def finish_batch(self, tally: BatchTally) -> None:
+        """Add one processed batch (see :class:`~stream_nb.engine.tally.BatchTally`) to the
+        run's counters, outcomes and metrics."""
+        consumed = tally.consumed
         self.consumed += consumed
         self._since_checkpoint += consumed
-        self.predictions += n_pred
-        batch_outcomes = {
-            "learned": n_learn,
-            "predicted": n_only,
-            "delayed": n_delayed,
-            "label_matched": n_matched,
-            "label_unmatched": n_unmatched,
-            self._rejected_outcome: n_rejected,
-            "blank": n_blank,
-        }
+        self.predictions += tally.predicted
+        batch_outcomes = tally.outcomes(self._rejected_outcome)
         outcomes = self.outcomes
         for outcome, value in batch_outcomes.items():
-            if value:
-                outcomes[outcome] = outcomes.get(outcome, 0) + value
+            outcomes[outcome] = outcomes.get(outcome, 0) + value
         metrics = self.metrics
         if metrics is not None:
-            for seconds in latencies:
+            for seconds in tally.latencies:
                 metrics.record_event_latency(seconds)
             metrics.record_batch(
                 consumed=consumed,
-                outcomes={k: v for k, v in batch_outcomes.items() if v},
-                predictions=n_pred,
-                seconds=time.perf_counter() - batch_start,
-                stage_seconds=stage_seconds,
-                last_event_timestamp=last_ts,
+                outcomes=batch_outcomes,
+                predictions=tally.predicted,
+                seconds=time.perf_counter() - tally.batch_start,
+                stage_seconds=tally.stage_seconds,
+                last_event_timestamp=tally.last_timestamp,
             )
             delayed = self.delayed
             if delayed is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -22,6 +22,7 @@ from stream_nb.engine.records import (
 from stream_nb.engine.settings import (
     _OPT_NON_STR,
 )
+from stream_nb.engine.tally import BatchTally, EvaluationQueue, learn_label_only
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
@@ -39,13 +40,10 @@ def process_each(engine: Engine, records: list[Record]) -> None:
     decode_error = orjson.JSONDecodeError
     dumps = orjson.dumps
     dump_option = engine._dump_option
-    evaluator = engine.evaluator
-    update = None if evaluator is None else evaluator.update
-    update_many = getattr(evaluator, "update_many", None)
     # Evaluations are queued in order and handed over once per batch (update_many).
-    eval_true: list[Any] = []
-    eval_pred: list[Any] = []
-    eval_lp: list[Any] = []
+    queue = EvaluationQueue(engine.evaluator)
+    update, update_many = queue.update, queue.update_many
+    eval_true, eval_pred, eval_lp = queue.true, queue.predicted, queue.log_proba
     delayed = engine.delayed
     decide = engine._decide
     top_k = engine.top_k
@@ -55,8 +53,9 @@ def process_each(engine: Engine, records: list[Record]) -> None:
     metrics = engine.metrics
     perf = time.perf_counter
     sample_every = engine.latency_every
-    n_pred = n_only = n_learn = n_delayed = n_matched = n_unmatched = n_rejected = 0
-    n_blank = 0
+    n_pred = n_only = n_learn = n_delayed = n_rejected = n_blank = 0
+    # label-only events count in the tally directly (they are rare)
+    tally = BatchTally(consumed=len(records), batch_start=0.0)
     n_classes = engine._classes
     t_decode = t_predict = t_emit = t_learn = t_evaluate = 0.0
     sampled = 0
@@ -98,34 +97,7 @@ def process_each(engine: Engine, records: list[Record]) -> None:
                 engine._reject(record, exc.reason, str(exc))
                 continue
             if x is None:
-                # Label-only event: score the earlier prediction and learn its features.
-                pending = None if delayed is None else delayed.pop(eid)
-                if pending is None:
-                    if delayed is None:
-                        n_rejected += 1
-                        engine._reject(
-                            record,
-                            "missing_features",
-                            "label-only event but delayed labels are disabled; "
-                            "enable them with --delayed-labels",
-                        )
-                    else:
-                        n_unmatched += 1
-                    continue
-                if update is not None:
-                    if update_many is not None:
-                        eval_true.append(y)
-                        eval_pred.append(pending.y_pred)
-                        eval_lp.append(pending.log_proba)
-                    else:
-                        update(y, pending.y_pred, pending.log_proba)
-                try:
-                    learn(pending.x, y, pending.w)
-                except (InvalidEventError, TypeError, ValueError) as exc:
-                    n_rejected += 1
-                    engine._reject(record, _reason(exc, "learn_error"), str(exc))
-                    continue
-                n_matched += 1
+                learn_label_only(engine, record, y, eid, tally, queue)
                 continue
             if timed:
                 t1 = perf()
@@ -234,10 +206,7 @@ def process_each(engine: Engine, records: list[Record]) -> None:
         # Also on an error-policy stop mid-batch: what was done before it is kept.
         if lines:
             engine.sink.write_many(lines)
-        if eval_true:
-            t5 = perf()
-            update_many(eval_true, eval_pred, eval_lp)  # type: ignore[misc]
-            evaluate_seconds = perf() - t5
+        evaluate_seconds = queue.flush()
     engine._classes = n_classes
     if metrics is not None:
         # Stage seconds are estimated from the sampled events, scaled to the batch.
@@ -251,18 +220,11 @@ def process_each(engine: Engine, records: list[Record]) -> None:
         }
     else:
         stage_seconds = {}
-    engine._finish_batch(
-        len(records),
-        _last_timestamp(records),
-        batch_start,
-        n_pred=n_pred,
-        n_only=n_only,
-        n_learn=n_learn,
-        n_delayed=n_delayed,
-        n_matched=n_matched,
-        n_unmatched=n_unmatched,
-        n_rejected=n_rejected,
-        n_blank=n_blank,
-        stage_seconds=stage_seconds,
-        latencies=(),
-    )
+    tally.batch_start = batch_start
+    tally.last_timestamp = _last_timestamp(records)
+    tally.predicted, tally.only, tally.learned = n_pred, n_only, n_learn
+    tally.delayed = n_delayed
+    tally.rejected += n_rejected
+    tally.blank = n_blank
+    tally.stage_seconds = stage_seconds
+    engine.finish_batch(tally)
