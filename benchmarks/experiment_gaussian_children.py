@@ -78,7 +78,7 @@ class GaussianChildAODE(AODE):
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         store = self._store
-        class_weight = store.nb._class_weight
+        class_weight = store.categorical.class_weight
         if not class_weight:
             return {}
         items = self._encode(x, False)

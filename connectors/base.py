@@ -21,14 +21,42 @@ event is learned twice and none is lost. Without a snapshot, a sink whose
 
 ``close`` may not run on a crash (kill -9); nothing here relies on it for
 correctness.
+
+A connector that needs more of the engine than this contract (Kafka: a checkpoint
+before partitions move, model-sync state in snapshots) overrides ``attach_engine``,
+which the CLI calls before the engine restores a snapshot; what it may use of the
+engine is :class:`EngineHooks`.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
-__all__ = ["LineBlock", "Record", "Sink", "Source"]
+if TYPE_CHECKING:
+    from stream_nb.base import Learner
+
+__all__ = ["EngineHooks", "Headers", "LineBlock", "Record", "Sink", "Source", "whole_number"]
+
+#: Message headers as sinks take them: ``(name, value)`` pairs, in order.
+Headers: TypeAlias = list[tuple[str, bytes]]
+
+
+def whole_number(value: object, *, at_most: int | None = None) -> int | None:
+    """``value`` if it is an integer (not a bool) from 0 to ``at_most``, else ``None``:
+    the check of a number read back from a snapshot's position or an option.
+
+    Examples
+    --------
+    >>> whole_number(3), whole_number(-1), whole_number(True), whole_number(5, at_most=4)
+    (3, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    if at_most is not None and value > at_most:
+        return None
+    return value
 
 
 class Record(NamedTuple):
@@ -136,6 +164,10 @@ class Source(abc.ABC):
     def commit(self, position: dict[str, Any], snapshot_id: str) -> None:  # noqa: B027
         """Called after a snapshot covering ``position`` is durable (Kafka commits offsets)."""
 
+    def attach_engine(self, engine: EngineHooks) -> None:  # noqa: B027
+        """Called once the engine exists, before it restores a snapshot (see the module
+        docstring); nothing by default."""
+
     @property
     def ready(self) -> bool:
         """Whether the source is connected and able to deliver (for ``/readyz``)."""
@@ -151,11 +183,7 @@ class Sink(abc.ABC):
 
     @abc.abstractmethod
     def write(
-        self,
-        value: bytes,
-        *,
-        key: bytes | None = None,
-        headers: list[tuple[str, bytes]] | None = None,
+        self, value: bytes, *, key: bytes | None = None, headers: Headers | None = None
     ) -> None:
         """Buffer one record (no trailing newline: line-based sinks add it)."""
 
@@ -202,6 +230,49 @@ class Sink(abc.ABC):
     def discard(self) -> None:  # noqa: B027
         """Drop everything this sink holds (``--reset-state``), where the sink can."""
 
+    def attach_engine(self, engine: EngineHooks) -> None:  # noqa: B027
+        """Called once the engine exists, before it restores a snapshot (see the module
+        docstring); nothing by default."""
+
     @abc.abstractmethod
     def close(self) -> None:
         """Flush and release resources. May not run on a crash."""
+
+
+class EngineHooks(Protocol):
+    """What a connector may use of the engine it is attached to (``attach_engine``).
+
+    :class:`~stream_nb.engine.Engine` provides all of it. The Kafka connector uses it
+    to checkpoint before partitions move, to return to the last snapshot when
+    partitions were lost, and (model sync) to keep state in snapshots, run after every
+    batch and replace the model.
+    """
+
+    #: The model; model sync replaces it.
+    learner: Learner
+
+    @property
+    def sink(self) -> Sink:
+        """Where predictions go."""
+
+    @property
+    def dead_letters(self) -> Sink | None:
+        """Where rejected events go, if anywhere."""
+
+    @property
+    def checkpointer(self) -> object | None:
+        """The snapshot store (``None``: the engine keeps no snapshots)."""
+
+    def checkpoint(self) -> str:
+        """Flush the sinks, write a snapshot, then commit the source; the snapshot id."""
+
+    def restore(self) -> bool:
+        """Return to the newest valid snapshot; whether there was one."""
+
+    def add_batch_hook(self, hook: Callable[[EngineHooks], None]) -> None:
+        """Call ``hook(engine)`` after every batch."""
+
+    def add_extra_state(
+        self, name: str, provider: Callable[[], Any], consumer: Callable[[Any], None]
+    ) -> None:
+        """Keep ``provider()`` in every snapshot; hand it to ``consumer`` on restore."""

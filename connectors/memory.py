@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from stream_nb._exceptions import SinkError, SourceError
-from stream_nb.connectors.base import Record, Sink, Source
+from stream_nb.connectors.base import Headers, Record, Sink, Source, whole_number
 
 __all__ = ["DemoSource", "ListSource", "MemorySink", "demo_generators"]
 
@@ -92,12 +92,8 @@ class ListSource(Source):
         return {"index": self._index}
 
     def seek(self, position: dict[str, Any]) -> None:
-        index = position.get("index")
-        if (
-            isinstance(index, bool)
-            or not isinstance(index, int)
-            or not 0 <= index <= len(self._items)
-        ):
+        index = whole_number(position.get("index"), at_most=len(self._items))
+        if index is None:
             raise SourceError(
                 f"cannot seek ListSource to {position!r}; "
                 f"expected {{'index': 0…{len(self._items)}}}"
@@ -126,15 +122,11 @@ class MemorySink(Sink):
         self.flushed: list[bytes] = []
         self.pending: list[bytes] = []
         #: ``(value, key, headers)`` of every write, for tests that need keys/headers.
-        self.calls: list[tuple[bytes, bytes | None, list[tuple[str, bytes]] | None]] = []
+        self.calls: list[tuple[bytes, bytes | None, Headers | None]] = []
         self.closed = False
 
     def write(
-        self,
-        value: bytes,
-        *,
-        key: bytes | None = None,
-        headers: list[tuple[str, bytes]] | None = None,
+        self, value: bytes, *, key: bytes | None = None, headers: Headers | None = None
     ) -> None:
         if self.closed:
             raise SinkError("MemorySink is closed; create a new one")
@@ -150,12 +142,8 @@ class MemorySink(Sink):
         return {"count": len(self.flushed)}
 
     def truncate(self, position: dict[str, Any]) -> None:
-        count = position.get("count")
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, int)
-            or not 0 <= count <= len(self.flushed)
-        ):
+        count = whole_number(position.get("count"), at_most=len(self.flushed))
+        if count is None:
             raise SinkError(
                 f"cannot truncate MemorySink to {position!r}: it holds {len(self.flushed)} "
                 "durable records"
@@ -268,8 +256,8 @@ class DemoSource(Source):
         return {"index": self._index}
 
     def seek(self, position: dict[str, Any]) -> None:
-        index = position.get("index")
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= self._n:
+        index = whole_number(position.get("index"), at_most=self._n)
+        if index is None:
             raise SourceError(
                 f"cannot seek demo stream to {position!r}; expected {{'index': 0…{self._n}}}"
             )

@@ -1,29 +1,47 @@
 """Connector URLs → sources and sinks (the Kafka connector registers itself here).
 
-=====================  ============================  ==============================
-URL                    as a source                   as a sink
-=====================  ============================  ==============================
-``-``                  standard input                standard output
-``stdout``/``stderr``  —                             standard output / error
-``file:PATH``, PATH    :class:`FileSource`           :class:`FileSink` (appends)
-``kafka://…``          registered by ``stream_nb.connectors.kafka`` (the ``kafka`` extra)
-=====================  ============================  ==============================
+=====================================  ============================  =========================
+URL                                    as a source                   as a sink
+=====================================  ============================  =========================
+``-``                                  standard input                standard output
+``stdout``/``stderr``                  —                             standard output / error
+``file:PATH``, PATH                    :class:`FileSource`           :class:`FileSink` (appends)
+``demo:NAME?seed=S&n=N&shape=flat``    :class:`DemoSource` (seeded   —
+                                       :mod:`stream_nb.datasets`)
+``kafka://…``                          ``KafkaSource``               ``KafkaSink``,
+                                                                     ``KafkaDeadLetterSink``
+=====================================  ============================  =========================
 
-A factory is called as ``factory(url, options)`` where ``options`` is a dict
-of settings from the CLI (``max_line_bytes``, ``follow``, ``role`` — one of
-``"source"``, ``"sink"``, ``"dead_letters"`` — ``metrics``, the
-:class:`~stream_nb.engine.telemetry.EngineMetrics` or ``None``, and ``reset_state``,
-true when ``--reset-state`` accepts starting a new model: a connector that
-can tell that earlier progress exists without a snapshot, e.g. consumer-group
-offsets, refuses to start without it); a factory ignores keys it does not
-know.
+The file, standard-stream and demo schemes are registered here; ``kafka`` is
+registered by :mod:`stream_nb.connectors.kafka` when a ``kafka://`` URL is first
+opened, and needs the ``kafka`` extra (``pip install '.[kafka]'`` in a clone).
+:func:`open_source` and :func:`open_sink` open a URL; :func:`register` adds a scheme.
+A factory is called as ``factory(url, options)`` where ``options`` is a dict of
+settings from the CLI; a factory ignores keys it does not know:
+
+* ``role``: ``"source"``, ``"sink"`` or ``"dead_letters"`` (set by :func:`open_source`
+  and :func:`open_sink`);
+* ``max_line_bytes``, ``follow``: line sources (``--max-line-bytes``, ``--follow``);
+* ``fsync``: file sinks fsync on flush (true with ``--checkpoint-dir``);
+* ``limit``, ``label_field``, ``features_field``: the demo stream's length and field
+  names;
+* ``metrics``: the :class:`~stream_nb.engine.telemetry.EngineMetrics` or ``None``
+  (the Kafka connector adds its metrics to its registry);
+* ``reset_state``: true when ``--reset-state`` accepts starting a new model: a
+  connector that can tell that earlier progress exists without a snapshot, e.g.
+  consumer-group offsets, refuses to start without it.
+
+Examples
+--------
+>>> scheme_of("demo:agrawal?seed=1"), type(open_source("demo:agrawal?n=3")).__name__
+('demo', 'DemoSource')
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from stream_nb._exceptions import ConfigError
 from stream_nb.connectors.base import Sink, Source
@@ -32,6 +50,9 @@ __all__ = ["open_sink", "open_source", "register", "scheme_of"]
 
 SourceFactory = Callable[[str, Mapping[str, Any]], Source]
 SinkFactory = Callable[[str, Mapping[str, Any]], Sink]
+
+#: A source or a sink factory.
+Factory = TypeVar("Factory", SourceFactory, SinkFactory)
 
 _SOURCES: dict[str, SourceFactory] = {}
 _SINKS: dict[str, SinkFactory] = {}
@@ -91,7 +112,7 @@ def _file_path(url: str) -> str:
     return path
 
 
-def _lookup(table: Mapping[str, Any], url: str, role: str) -> Any:
+def _lookup(table: Mapping[str, Factory], url: str, role: str) -> Factory:
     scheme = scheme_of(url)
     if scheme not in table and scheme in _LAZY:
         module, extra = _LAZY[scheme]

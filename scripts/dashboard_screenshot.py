@@ -83,7 +83,7 @@ def main() -> None:
     try:
         total = int((CLEAN + BAD + GAP + DRIFT) * RATE) + RATE
         events = subprocess.run(
-            [*stream_nb_command(), "demo", "-n", str(total), "--seed", "5"],
+            [*stream_nb_command(), "demo", "--limit", str(total), "--seed", "5"],
             check=True,
             capture_output=True,
         ).stdout.splitlines()

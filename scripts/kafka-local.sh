@@ -5,7 +5,7 @@
 #
 #   bash scripts/kafka-local.sh start                  # prints the bootstrap address
 #   bash scripts/kafka-local.sh create-topic events 3  # a topic with 3 partitions
-#   stream-nb demo -n 1000 | bash scripts/kafka-local.sh produce events
+#   stream-nb demo --limit 1000 | bash scripts/kafka-local.sh produce events
 #   bash scripts/kafka-local.sh consume predictions --max-messages 10
 #   bash scripts/kafka-local.sh status
 #   bash scripts/kafka-local.sh stop
@@ -14,6 +14,8 @@
 #   start                        start the broker in the background (formatting its
 #                                data directory the first time) and wait until it
 #                                serves; prints host:port. Already running: prints it.
+#                                Interrupted before the broker serves (Ctrl-C,
+#                                SIGTERM), it stops the broker again.
 #   stop                         graceful shutdown (SIGTERM, the broker flushes and
 #                                closes its logs), SIGKILL only after 120 s
 #   status                       exit 0 and print the address when running, else 3
@@ -25,7 +27,8 @@
 #                                one-partition topic.
 #   topics                       list the topics
 #   produce TOPIC [ARGS...]      one record per stdin line (Kafka's ConsoleProducer;
-#                                ARGS go to it, e.g. --property parse.key=true)
+#                                ARGS go to it, e.g. --reader-property
+#                                parse.key=true); the topic must exist
 #   consume TOPIC [ARGS...]      print the topic's records from the beginning
 #                                (ConsoleConsumer; e.g. --max-messages 10,
 #                                --timeout-ms 10000, --isolation-level read_committed)
@@ -54,6 +57,17 @@ die() {
   echo "${PROG}: $*" >&2
   exit 1
 }
+
+# Paths removed when the script exits, however it exits (an EXIT trap also runs on
+# SIGTERM and SIGINT).
+CLEANUP=()
+cleanup() {
+  local path
+  for path in ${CLEANUP[@]+"${CLEANUP[@]}"}; do
+    rm -rf "${path}"
+  done
+}
+trap cleanup EXIT
 
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
@@ -84,7 +98,9 @@ shift
 
 for value in "${PORT}" "${CONTROLLER_PORT}"; do
   case "${value}" in
-    ''|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]|[0-9][0-9][0-9][0-9]|[0-9][0-9][0-9][0-9][0-9]) ;;
+    '') ;;
+    [1-9]|[1-9][0-9]|[1-9][0-9][0-9]|[1-9][0-9][0-9][0-9]|[1-9][0-9][0-9][0-9][0-9])
+      [ "${value}" -le 65535 ] || die "a port must be a number in 1..65535, got '${value}'" ;;
     *) die "a port must be a number in 1..65535, got '${value}'" ;;
   esac
 done
@@ -105,6 +121,7 @@ jar_dirs() {
   if [ ! -f "${tools}/.complete" ]; then
     command -v mvn >/dev/null 2>&1 || die "Maven (mvn) is required once, to fetch kafka-tools ${version}"
     rm -rf "${tools}.tmp.$$"
+    CLEANUP+=("${tools}.tmp.$$")
     mkdir -p "${tools}.tmp.$$"
     # The tools jar alone: its dependencies are the broker's, already in ${jars}.
     mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="org.apache.kafka:kafka-tools:${version}" \
@@ -120,7 +137,8 @@ jar_dirs() {
 java_cmd() {  # java_cmd HEAP [JVM OPTIONS] MAIN ARGS...: the command line of one JVM
   local heap="$1"
   shift
-  JAVA_CMD=(java "-Xmx${heap}" -XX:+UseSerialGC -XX:-UsePerfData
+  # java.io.tmpdir follows TMPDIR (Java itself ignores it); no hsperfdata files
+  JAVA_CMD=(java "-Xmx${heap}" -XX:+UseSerialGC -XX:-UsePerfData "-Djava.io.tmpdir=${TMPDIR:-/tmp}"
     "-Dlog4j2.configurationFile=${DATA_DIR}/log4j2.properties"
     -cp "${CLASSPATH_JARS}" "$@")
 }
@@ -226,6 +244,34 @@ cluster_id() {  # a random base64url UUID, as `kafka-storage.sh random-uuid` pri
 }
 
 # ------------------------------------------------------------------ commands
+terminate() {  # terminate PID SECONDS: SIGTERM, then SIGKILL after SECONDS
+  local waited=0
+  kill -TERM "$1" 2>/dev/null || return 0
+  while kill -0 "$1" 2>/dev/null; do
+    if [ "${waited}" -ge $(($2 * 5)) ]; then
+      echo "${PROG}: no clean shutdown after $2 s; sending SIGKILL" >&2
+      kill -KILL "$1" 2>/dev/null || true
+      return 0
+    fi
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+}
+
+abort_start() {  # abort_start SIGNAL: an interrupted start leaves no broker behind
+  trap - INT TERM HUP
+  # $!: the broker is the only background job of `start` (unset before it is launched)
+  local pid="${!:-}"
+  if [ -n "${pid}" ]; then
+    echo "${PROG}: start interrupted (SIG$1); stopping the broker it launched" >&2
+    terminate "${pid}" "${STOP_TIMEOUT}"
+  else
+    echo "${PROG}: start interrupted (SIG$1)" >&2
+  fi
+  rm -f "${PID_FILE}"
+  case "$1" in INT) exit 130 ;; HUP) exit 129 ;; *) exit 143 ;; esac
+}
+
 cmd_start() {
   mkdir -p "${DATA_DIR}"
   exec 9>"${DATA_DIR}/.lock"
@@ -255,26 +301,39 @@ cmd_start() {
   fi
   java_cmd "${HEAP}" kafka.Kafka "${CONFIG}"
   JAVA_CMD=("${JAVA_CMD[0]}" "-Xms${HEAP}" "${JAVA_CMD[@]:1}")
-  # A session of its own: Ctrl-C in this terminal or the end of the calling shell
-  # does not reach the broker; `stop` does.
+  # the log is appended to across starts: wait for this start's line only
+  local logged=0
+  [ ! -f "${LOG}" ] || logged="$(wc -c <"${LOG}")"
+  # A session of its own: once started, the broker outlives this terminal and the
+  # calling shell; `stop` ends it. Until it serves, an interrupted start (SIGINT,
+  # SIGTERM, SIGHUP) stops it again. (A start run in the background ignores
+  # Ctrl-C, as every background job does.)
+  trap "abort_start INT" INT
+  trap "abort_start TERM" TERM
+  trap "abort_start HUP" HUP
   setsid "${JAVA_CMD[@]}" </dev/null >>"${LOG}" 2>&1 9>&- &
   pid=$!
   echo "${pid}" >"${PID_FILE}"
   local waited=0
-  until grep -q "Kafka Server started" "${LOG}" 2>/dev/null && port_open "${host}" "${port}"; do
+  # (grep reads all of tail's output: no SIGPIPE to fail the pipeline under pipefail)
+  until tail -c +"$((logged + 1))" "${LOG}" 2>/dev/null | grep "Kafka Server started" >/dev/null &&
+    port_open "${host}" "${port}"; do
     if ! kill -0 "${pid}" 2>/dev/null; then
       rm -f "${PID_FILE}"
       tail -n 30 "${LOG}" >&2
       die "the broker exited during start-up; its log is ${LOG}"
     fi
     if [ "${waited}" -ge $((START_TIMEOUT * 5)) ]; then
-      kill -TERM "${pid}" 2>/dev/null || true
+      trap - INT TERM HUP
       tail -n 30 "${LOG}" >&2
+      terminate "${pid}" "${STOP_TIMEOUT}"
+      rm -f "${PID_FILE}"
       die "the broker did not start within ${START_TIMEOUT} s; its log is ${LOG}"
     fi
     sleep 0.2
     waited=$((waited + 1))
   done
+  trap - INT TERM HUP
   echo "${PROG}: broker running (pid ${pid}), data in ${DATA_DIR}" >&2
   bootstrap
 }
@@ -286,22 +345,13 @@ cmd_stop() {
   fi
   exec 9>"${DATA_DIR}/.lock"
   flock -w "$((STOP_TIMEOUT + 10))" 9 || die "another ${PROG} holds ${DATA_DIR}/.lock"
-  local pid waited=0
+  local pid
   if ! pid="$(running_pid)"; then
     rm -f "${PID_FILE}"
     echo "${PROG}: not running" >&2
     return 0
   fi
-  kill -TERM "${pid}"
-  while kill -0 "${pid}" 2>/dev/null; do
-    if [ "${waited}" -ge $((STOP_TIMEOUT * 5)) ]; then
-      echo "${PROG}: no clean shutdown after ${STOP_TIMEOUT} s; sending SIGKILL" >&2
-      kill -KILL "${pid}" 2>/dev/null || true
-      break
-    fi
-    sleep 0.2
-    waited=$((waited + 1))
-  done
+  terminate "${pid}" "${STOP_TIMEOUT}"
   rm -f "${PID_FILE}"
   echo "${PROG}: stopped" >&2
 }
@@ -319,6 +369,17 @@ cmd_status() {
 
 need_running() {
   running_pid >/dev/null || die "the broker is not running; start it with: bash scripts/kafka-local.sh start"
+}
+
+need_topic() {  # need_topic NAME: fail at once instead of a console tool's minute of retries
+  local waited=0
+  # partition 0's directory appears as soon as the broker has the topic
+  until [ -d "${DATA_DIR}/data/$1-0" ]; do
+    [ "${waited}" -lt 10 ] ||
+      die "topic '$1' does not exist (this broker creates no topic on first use); create it with: bash scripts/kafka-local.sh create-topic $1 PARTITIONS"
+    sleep 0.2
+    waited=$((waited + 1))
+  done
 }
 
 case "${COMMAND}" in
@@ -346,6 +407,7 @@ case "${COMMAND}" in
     need_running
     topic="$1"
     shift
+    need_topic "${topic}"
     tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$(bootstrap)" \
       --topic "${topic}" "$@" ;;
   consume)
@@ -353,6 +415,7 @@ case "${COMMAND}" in
     need_running
     topic="$1"
     shift
+    need_topic "${topic}"
     tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$(bootstrap)" \
       --topic "${topic}" --from-beginning "$@" ;;
   *) die "unknown command '${COMMAND}' (try --help)" ;;

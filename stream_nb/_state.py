@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
 
@@ -36,6 +36,7 @@ __all__ = [
     "CATEGORY_TYPES",
     "LABEL_TYPES",
     "NAME_TYPES",
+    "STATE_ERRORS",
     "check_at_most",
     "check_categories",
     "check_consistent",
@@ -72,6 +73,20 @@ _MAX_DECIMAL_BITS = 14_000
 #: Relative tolerance when a stored total is compared with the sum of its parts:
 #: both are float sums of the same weights taken in different orders.
 CONSISTENCY_TOLERANCE = 1e-6
+
+#: What reading a malformed state can raise besides :class:`~stream_nb.ModelStateError`,
+#: from code that does not check every value first (a missing key, ``float()`` of a
+#: list, an index past a list's end, a state nested deeper than the recursion limit):
+#: every state reader turns these into a ``ModelStateError`` naming the state.
+STATE_ERRORS: tuple[type[Exception], ...] = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    ArithmeticError,
+    RecursionError,
+)
 
 _isfinite = math.isfinite
 
@@ -233,7 +248,7 @@ def read_finite(value: Any, where: str) -> float:
     t = value.__class__
     if t is float:
         if value - value == 0.0:
-            return value
+            return float(value)  # (the same float: a cast for the type checker)
     elif t is int:
         if -(1 << 1000) < value < (1 << 1000):
             return float(value)
@@ -255,7 +270,7 @@ def read_count(value: Any, where: str, *, positive: bool = False) -> float:
     t = value.__class__
     if t is float:
         if value >= 0.0 and value - value == 0.0 and (value > 0.0 or not positive):
-            return value
+            return float(value)  # (the same float: a cast for the type checker)
     elif t is int and 0 <= value < (1 << 1000) and (value > 0 or not positive):
         return float(value)
     sign = "> 0" if positive else "≥ 0"
@@ -287,10 +302,8 @@ def read_label(value: Any, where: str) -> Hashable:
     except ValueError as exc:
         raise _fail(where, str(exc)) from None
     t = label.__class__
-    if t is str or t is int or t is bool:
-        return label
-    if t is float and label - label == 0.0:
-        return label
+    if t is str or t is int or t is bool or (t is float and label - label == 0.0):
+        return cast(Hashable, label)  # (decoded JSON: a scalar of one of these types)
     raise _fail(
         where, f"a label must be a string, an integer, a bool or a finite float, got {_show(label)}"
     )
@@ -444,10 +457,10 @@ def check_label(y: Any) -> Hashable:
     """
     t = y.__class__
     if t is str or t is int or t is bool:
-        return y
+        return cast(Hashable, y)  # (exactly one of these types)
     if t is float:
         if y - y == 0.0:
-            return y
+            return float(y)  # (the same float: a cast for the type checker)
         if y != y:
             raise InvalidEventError(
                 f"label {_show(y)} cannot be learned: NaN is not equal to itself, so every "

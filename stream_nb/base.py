@@ -1,8 +1,8 @@
 """The learner protocol and the work every learner shares.
 
-A learner subclasses :class:`Learner` and implements five hooks; everything
-else (weights, forgetting, normalisation in log space, merging, state) is done
-once here.
+A learner subclasses :class:`Learner` and implements the hooks below;
+everything else (weights, forgetting, normalisation in log space, the batch
+loop of :mod:`stream_nb._batch`, merging, model deltas, state) is done once here.
 
 Hooks
 -----
@@ -28,22 +28,14 @@ Hooks
 Events and states
 -----------------
 :meth:`Learner.learn_one` checks in O(1) that ``x`` is a mapping and that the
-label can be saved (see :func:`stream_nb._state.check_label`), and enforces
-``max_classes``; learners check feature names and values that are new to them
-before changing anything. :meth:`Learner.from_state` checks the envelope
-(format, version, learner, parameters, ``n_learned``, ``scale``); each
-learner's ``_stats_from_state`` validates its statistics with the helpers of
-:mod:`stream_nb._state`, so that a state either loads into a model whose
-every formula is defined, or raises :class:`~stream_nb.ModelStateError`
-naming the field.
-
-Memory bounds
--------------
-Every learner of stream-nb takes ``max_classes`` (an event of a new class
-beyond it raises ``InvalidEventError(reason="too_many_classes")``, the model
-unchanged) and ``max_features`` (features first met once the model holds that
-many are not learned, and contribute nothing to predictions, exactly as a
-feature never seen). ``None`` (the default) means unbounded.
+label can be saved (:func:`stream_nb._state.check_label`), and enforces the
+memory bounds (``max_classes``, ``max_features``: see :class:`Learner`);
+learners check feature names and values new to them before changing anything.
+:meth:`Learner.from_state` reads the envelope (:mod:`stream_nb._envelope`);
+each learner's ``_stats_from_state`` validates its statistics with
+:mod:`stream_nb._state`, so a state either loads into a model whose every
+formula is defined, or raises :class:`~stream_nb.ModelStateError` naming the
+field.
 
 Forgetting
 ----------
@@ -64,33 +56,44 @@ without smoothing) do not depend on the scale at all.
 from __future__ import annotations
 
 import abc
-import dataclasses
 import math
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from stream_nb._batch import predict_learn_loop
 from stream_nb._bulk import collector_paused
-from stream_nb._exceptions import (
-    ConfigError,
-    IncompatibleModelError,
-    InvalidEventError,
-    ModelStateError,
+from stream_nb._capabilities import Capabilities
+from stream_nb._envelope import (
+    STATE_FORMAT,
+    STATE_VERSION,
+    malformed_state,
+    read_class,
+    read_params,
+    read_scale,
 )
+from stream_nb._exceptions import ConfigError, IncompatibleModelError, InvalidEventError
 from stream_nb._params import check_cap
+from stream_nb._softmax import ABSORB, log_softmax, log_softmax_argmax
 from stream_nb._state import (
     LABEL_TYPES,
     check_feature_names,
     check_label,
     check_mapping,
-    decode_value,
     encode_value,
     field,
-    read_count,
     read_n_learned,
 )
 from stream_nb.limits import RENORMALISE_BELOW, check_half_life, check_weight
 
-__all__ = ["ABSORB", "Capabilities", "Learner", "log_softmax", "log_softmax_argmax"]
+__all__ = [
+    "ABSORB",
+    "STATE_FORMAT",
+    "STATE_VERSION",
+    "Capabilities",
+    "Learner",
+    "log_softmax",
+    "log_softmax_argmax",
+]
 
 #: Renormalise raw statistics when the global scale drops below this: raw values
 #: stay below 1e30 × (true weight), the headroom the numeric range of
@@ -98,124 +101,11 @@ __all__ = ["ABSORB", "Capabilities", "Learner", "log_softmax", "log_softmax_argm
 #: half-lives.
 _RENORMALISE_BELOW = RENORMALISE_BELOW
 
-STATE_FORMAT = "stream-nb/learner"
-STATE_VERSION = 1
-
 _exp = math.exp
-_log = math.log
-_NEG_INF = -math.inf
-
-#: Past this magnitude of the top score ``m``, ``m + log Σ exp(v − m)`` would lose
-#: digits of the log-sum (all of it once ``|m| > 2**53 × log K``: every class would
-#: get log-probability 0), so the log-probabilities are computed as
-#: ``(v − m) − log Σ`` instead. Below it the two agree to 2**-32, and the
-#: first form (one subtraction per class) is kept.
-ABSORB = 2.0**20
-
-
-def log_softmax(jll: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    """Normalise joint log-likelihoods into log-probabilities (max-shifted log-sum-exp).
-
-    Parameters
-    ----------
-    jll
-        Unnormalised log scores by class.
-
-    Returns
-    -------
-    dict
-        ``jll[c] - log Σ_c' exp(jll[c'])``; ``{}`` for an empty input. Classes
-        whose score is ``-inf`` are left out (their probability is 0).
-
-    Examples
-    --------
-    >>> lp = log_softmax({"a": 0.0, "b": 0.0})
-    >>> round(math.exp(lp["a"]), 6)
-    0.5
-    """
-    if not jll:
-        return {}
-    m = max(jll.values())
-    if m == -math.inf:
-        return {}
-    total = 0.0
-    for v in jll.values():
-        total += _exp(v - m)
-    if -ABSORB < m < ABSORB:
-        lse = m + _log(total)
-        return {c: v - lse for c, v in jll.items() if v != -math.inf}
-    log_total = _log(total)
-    return {c: (v - m) - log_total for c, v in jll.items() if v != -math.inf}
-
-
-def log_softmax_argmax(jll: Mapping[Hashable, float]) -> tuple[dict[Hashable, float], Hashable]:
-    """``(log_softmax(jll), first argmax of jll)`` in one pass over the scores.
-
-    Bit-identical to :func:`log_softmax` and to :meth:`Learner.predict_one`
-    (same max shift, same left-to-right sum, first maximum wins ties).
-    ``jll`` must not be empty.
-
-    Examples
-    --------
-    >>> lp, best = log_softmax_argmax({"a": 0.0, "b": 1.0})
-    >>> best, round(math.exp(lp["b"]), 6)
-    ('b', 0.731059)
-    """
-    values = list(jll.values())
-    m = max(values)
-    y_pred = list(jll)[values.index(m)]
-    if m == _NEG_INF:
-        return {}, y_pred
-    total = 0.0
-    for v in values:
-        total += _exp(v - m)
-    if -ABSORB < m < ABSORB:
-        lse = m + _log(total)
-        return {c: v - lse for c, v in jll.items() if v != _NEG_INF}, y_pred
-    log_total = _log(total)
-    return {c: (v - m) - log_total for c, v in jll.items() if v != _NEG_INF}, y_pred
 
 
 def _negative_score(entry: Mapping[str, Any]) -> float:
     return -float(entry["score"])
-
-
-@dataclasses.dataclass(frozen=True)
-class Capabilities:
-    """What a learner class can do or needs, declared on the class (``Learner.capabilities``).
-
-    Tools read these instead of keeping lists of learner names.
-
-    Attributes
-    ----------
-    nonnegative_counts
-        Feature values are counts: the event decoder rejects negative numbers
-        before they reach the learner.
-    numeric_only
-        Every feature value must be a number (a string is rejected as
-        ``invalid_features``).
-    column_kernel
-        The class has an exact batch kernel on columns
-        (:meth:`Learner.predict_learn_columns`); see also
-        :attr:`Learner.columns_supported` for one instance.
-    informative_features
-        :meth:`Learner.informative_features` scores this learner's features
-        (otherwise it returns ``[]``).
-    structure
-        :meth:`Learner.structure` gives a dependence structure (otherwise ``None``).
-
-    Examples
-    --------
-    >>> from stream_nb import CategoricalNB, MultinomialNB
-    >>> MultinomialNB.capabilities.nonnegative_counts, CategoricalNB.capabilities.nonnegative_counts
-    (True, False)
-    """
-
-    nonnegative_counts: bool = False
-    numeric_only: bool = False
-    column_kernel: bool = False
-    informative_features: bool = False
-    structure: bool = False
 
 
 class Learner(abc.ABC):
@@ -259,6 +149,25 @@ class Learner(abc.ABC):
         if not cls.__name__.startswith("_"):
             Learner._registry[cls.__name__] = cls
 
+    @classmethod
+    def registered(cls) -> dict[str, type[Learner]]:
+        """The registered learner classes that are ``cls`` or subclass it, by name (a copy).
+
+        A subclass of :class:`Learner` whose name does not start with ``_``
+        registers itself when its module is imported: the name a state, the
+        CLI's ``--model`` and ``inspect`` use. (The learners of stream-nb
+        register when :mod:`stream_nb` is imported.)
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB, Learner
+        >>> Learner.registered()["CategoricalNB"] is CategoricalNB
+        True
+        >>> "GaussianNB" in CategoricalNB.registered()
+        False
+        """
+        return {name: c for name, c in Learner._registry.items() if issubclass(c, cls)}
+
     def __init__(
         self,
         *,
@@ -271,7 +180,7 @@ class Learner(abc.ABC):
         self._gamma: float | None = None if half_life is None else 0.5 ** (1.0 / half_life)
         self._scale = 1.0
         self.n_learned = 0
-        # memory bounds (see "Memory bounds" in the module docstring)
+        # memory bounds (see the class docstring)
         self.max_classes = check_cap(max_classes, "max_classes")
         self.max_features = check_cap(max_features, "max_features")
 
@@ -302,16 +211,7 @@ class Learner(abc.ABC):
             learner-specific reason. The model is left unchanged.
         """
         if w != 1.0:
-            if (
-                isinstance(w, bool)
-                or not isinstance(w, (int, float))
-                or not (w > 0.0 and w != math.inf)
-            ):
-                raise ConfigError(
-                    f"sample weight w must be positive and finite, got {w!r}; "
-                    "pass a number such as 1.0 (the default)"
-                )
-            check_weight(w)  # out_of_range, before anything changes
+            check_weight(w)  # before anything changes
         # the event: O(1) checks here, feature names and values in the learner
         if x.__class__ is not dict:
             x = check_mapping(x)
@@ -381,12 +281,13 @@ class Learner(abc.ABC):
     ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
         """Prequential over a batch: for each event in order, predict it, then learn it.
 
-        Defined as exactly this loop: the log posterior and the decision of
-        event ``i`` are those of the model that learned events ``0..i-1`` of
-        the batch (and everything before it); then event ``i`` is learned,
-        unless its label is ``None`` (predicted only). The engine calls it
-        once per batch; learners may override it with an exact vectorised
-        version (same predictions to rounding, same state after the batch).
+        Defined as exactly this loop (:func:`stream_nb._batch.predict_learn_loop`):
+        the log posterior and the decision of event ``i`` are those of the model
+        that learned events ``0..i-1`` of the batch (and everything before it);
+        then event ``i`` is learned, unless its label is ``None`` (predicted only).
+        The engine calls it once per batch; learners may override it with an
+        exact vectorised version (same predictions to rounding, same state after
+        the batch).
 
         Parameters
         ----------
@@ -415,45 +316,23 @@ class Learner(abc.ABC):
         >>> lps[0], preds, errors, model.n_learned
         ({}, [None, 'play', 'play'], {}, 2)
         """
-        jll_of = self._joint_log_likelihood
-        learn = self.learn_one
-        log_probas: list[dict[Hashable, float] | None] = []
-        predictions: list[Hashable | None] = []
-        errors: dict[int, Exception] = {}
-        add_lp = log_probas.append
-        add_pred = predictions.append
-        for i, (x, y, w) in enumerate(zip(xs, ys, ws, strict=True)):
-            try:
-                jll = jll_of(x if x.__class__ is dict else check_mapping(x))
-            except (InvalidEventError, TypeError, ValueError) as exc:
-                errors[i] = exc
-                add_lp(None)
-                add_pred(None)
-                continue
-            if jll:
-                lp, y_pred = log_softmax_argmax(jll)
-                add_lp(lp)
-                add_pred(y_pred)
-            else:
-                add_lp({})
-                add_pred(None)
-            if y is not None:
-                try:
-                    learn(x, y, w)
-                except (InvalidEventError, TypeError, ValueError) as exc:
-                    errors[i] = exc
-        return log_probas, predictions, errors
+        return predict_learn_loop(self._joint_log_likelihood, self.learn_one, xs, ys, ws)
 
     @property
     def columns_supported(self) -> bool:
-        """Whether :meth:`predict_learn_columns` may be tried for the next batch.
+        """Whether a batch kernel may be tried for the next batch.
 
-        ``False`` when the class has no column kernel, or while a delta is
-        tracked (:meth:`track_delta`: model sync records every learned event
-        through :meth:`learn_one`). The engine skips building columns when
-        this is ``False``.
+        ``False`` when the class has neither a column nor a row kernel, or
+        while a delta is tracked (:meth:`track_delta`) by a class whose
+        kernels do not record it (``capabilities.kernel_records_delta``):
+        model sync then records every learned event through
+        :meth:`learn_one`. The engine skips building columns when this is
+        ``False``.
         """
-        return type(self).capabilities.column_kernel and self._delta is None
+        capabilities = type(self).capabilities
+        if not (capabilities.column_kernel or capabilities.row_kernel):
+            return False
+        return self._delta is None or capabilities.kernel_records_delta
 
     def predict_learn_columns(
         self,
@@ -478,6 +357,22 @@ class Learner(abc.ABC):
         >>> from stream_nb import CategoricalNB
         >>> CategoricalNB().predict_learn_columns(("sky",), [["sun", "rain"]], ["a", "b"]) is None
         True
+        """
+        return None
+
+    def predict_learn_rows(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`predict_learn_columns` for events given as mappings, or ``None``.
+
+        For learners whose events do not share one set of keys (token
+        counts): event ``i`` is ``xs[i]``, with label ``ys[i]`` and weight
+        ``ws[i]``; the result is that of :meth:`predict_learn_columns`.
+        ``None`` means "not this batch" (nothing was changed). Only classes
+        that declare ``capabilities.row_kernel`` implement it.
         """
         return None
 
@@ -586,24 +481,15 @@ class Learner(abc.ABC):
         return None
 
     # ------------------------------------------------------------------ model deltas
+    # Model sync (stream_nb.engine.sync) exchanges deltas: a model of the same class
+    # that learns every event this one learns while tracked. Decaying a copy of the
+    # model as it was by the delta's weight, then merging the delta (apply_delta),
+    # gives this model again up to rounding.
     def track_delta(self, delta: Learner | None = None, weight: float = 0.0) -> None:
-        """Record what this model learns from now on into a delta model.
+        """Record every event learned from now on into ``delta`` (default: a fresh
+        :meth:`clone` that bins like this model) that already learned ``weight``.
 
-        Every event this model learns afterwards (through :meth:`learn_one`
-        or the batch methods) is learned by the delta too, and its weight is
-        added to :attr:`delta_weight`. Adding the delta to a copy of the
-        model as it was (:meth:`apply_delta`) gives this model again, exactly
-        up to rounding: model sync exchanges such deltas between workers.
         While a delta is tracked, :attr:`columns_supported` is ``False``.
-
-        Parameters
-        ----------
-        delta
-            The delta to record into. ``None`` (default) starts an empty one
-            (a :meth:`clone` that bins like this model, see
-            :meth:`_prepare_delta`) of weight 0.
-        weight
-            The weight ``delta`` learned already.
 
         Examples
         --------
@@ -611,12 +497,11 @@ class Learner(abc.ABC):
         >>> model = CategoricalNB(half_life=3)
         >>> model.track_delta()
         >>> rebuilt = model.clone()
-        >>> for i, (x, y) in enumerate([({"a": 1}, "p"), ({"a": 2}, "q"), ({"a": 1}, "p")]):
+        >>> for x, y in [({"a": 1}, "p"), ({"a": 2}, "q")]:
         ...     model.learn_one(x, y)
-        ...     if i != 1:
-        ...         rebuilt.apply_delta(*model.cut_delta())
-        >>> x = {"a": 1}
-        >>> abs(rebuilt.predict_proba_one(x)["p"] - model.predict_proba_one(x)["p"]) < 1e-12
+        >>> rebuilt.apply_delta(*model.cut_delta())
+        >>> p, q = rebuilt.predict_proba_one({"a": 1}), model.predict_proba_one({"a": 1})
+        >>> abs(p["p"] - q["p"]) < 1e-12
         True
         """
         if delta is None:
@@ -643,10 +528,7 @@ class Learner(abc.ABC):
     def cut_delta(self) -> tuple[Learner, float]:
         """Return ``(delta, weight)`` recorded since the last cut and start a new delta.
 
-        Raises
-        ------
-        ConfigError
-            If no delta is tracked (call :meth:`track_delta` first).
+        Raises :class:`~stream_nb.ConfigError` if no delta is tracked.
         """
         delta, weight = self._delta, self._delta_weight
         if delta is None:
@@ -661,9 +543,6 @@ class Learner(abc.ABC):
 
     def decay(self, weight: float) -> None:
         """Forget as learning events of total weight ``weight`` would (``half_life`` only).
-
-        Statistics are multiplied by ``γ^weight`` with ``γ = 2^(-1/half_life)``;
-        without ``half_life`` nothing changes.
 
         Examples
         --------
@@ -684,23 +563,13 @@ class Learner(abc.ABC):
             self._scale = scale
 
     def apply_delta(self, delta: Learner, weight: float) -> None:
-        """Add a delta that learned total weight ``weight`` to this model, in place.
-
-        The model first decays as learning that weight would have made it
-        (:meth:`decay`), then merges the delta (:meth:`merge`: TAN and KDB
-        rebuild their structure there), so replaying one model's deltas in
-        order rebuilds it.
-        """
+        """:meth:`decay` by ``weight``, then :meth:`merge` ``delta`` (in place)."""
         self.decay(weight)
         self.merge(delta)
 
     def defer_binning(self) -> None:
-        """Never derive numeric cut points from this model's own sample.
-
-        For learners that discretise numbers (the semi-naive ones): under
-        model sync the cut points freeze only in the shared base model, so
-        every worker bins alike. Other learners: nothing to do.
-        """
+        """Never derive numeric cut points from this model's own sample (learners that
+        bin numbers: under model sync only the shared base model fixes them)."""
         return None
 
     def _prepare_delta(self, delta: Learner) -> None:
@@ -714,11 +583,8 @@ class Learner(abc.ABC):
         ws: Sequence[float],
         errors: Mapping[int, Exception],
     ) -> None:
-        """Learn a batch's labelled, accepted events into the tracked delta.
-
-        For batch kernels that bypass :meth:`learn_one`; call it after the
-        batch when :attr:`delta` is not ``None``.
-        """
+        """Learn a batch's labelled, accepted events into the tracked delta, if any
+        (for batch kernels, which bypass :meth:`learn_one`)."""
         delta = self._delta
         if delta is None:
             return
@@ -832,49 +698,12 @@ class Learner(abc.ABC):
             If the state is malformed, of an unknown version, or names another
             learner class.
         """
-        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
-            raise ModelStateError(
-                f"not a stream-nb learner state (expected format {STATE_FORMAT!r})"
-            )
-        if state.get("version") != STATE_VERSION:
-            raise ModelStateError(
-                f"unsupported learner state version {state.get('version')!r}; "
-                f"this stream-nb reads version {STATE_VERSION}"
-            )
-        name = state.get("learner")
-        target = Learner._registry.get(name) if isinstance(name, str) else None
-        if target is None:
-            raise ModelStateError(f"unknown learner {name!r} in state")
-        if cls is not Learner and not issubclass(target, cls):
-            raise ModelStateError(f"state holds a {name}, not a {cls.__name__}")
-        try:
-            raw = field(state, "params", "state")
-            if not isinstance(raw, Mapping):
-                raise ModelStateError(f"params: must be a JSON object, got {raw!r:.80}")
-            params = {k: decode_value(v) for k, v in raw.items()}
-            model = target(**params)
+        target = read_class(state, Learner._registry, cls)
+        with malformed_state(state["learner"]):
+            model = target(**read_params(state))
             model.n_learned = read_n_learned(field(state, "n_learned", "state"))
-            scale = read_count(field(state, "scale", "state"), "scale", positive=True)
-            if scale > 1.0 or (model.half_life is None and scale != 1.0):
-                raise ModelStateError(
-                    f"scale: must be in (0, 1] with half_life and exactly 1 without, got {scale!r}"
-                )
-            model._scale = scale
+            model._scale = read_scale(state, model.half_life)
             model._stats_from_state(field(state, "stats", "state"))
-        except ModelStateError as exc:
-            if str(exc).startswith(f"malformed {name} state"):
-                raise
-            raise ModelStateError(f"malformed {name} state: {exc}") from exc
-        except (
-            KeyError,
-            TypeError,
-            ValueError,
-            AttributeError,
-            IndexError,
-            ArithmeticError,
-            RecursionError,
-        ) as exc:
-            raise ModelStateError(f"malformed {name} state: {exc!r}") from exc
         if model._scale < _RENORMALISE_BELOW:  # (a state written with a lower threshold)
             model._rescale(model._scale)
             model._scale = 1.0

@@ -21,7 +21,7 @@ import bisect
 import itertools
 import random
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from stream_nb._exceptions import ConfigError
 
@@ -31,7 +31,7 @@ Event = tuple[dict[str, Any], Any]
 
 
 def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
 
@@ -62,39 +62,49 @@ def _check_range(value: Any, name: str) -> tuple[int, int]:
 # label 0 and every other event label 1.
 
 
+class _Applicant(NamedTuple):
+    """The attributes a classification function reads."""
+
+    salary: float
+    commission: float
+    age: int
+    elevel: int
+    hvalue: float
+    hyears: int
+    loan: float
+
+
 def _in(low: float, value: float, high: float) -> bool:
     return low <= value <= high
 
 
-def _f1(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    return age < 40 or age >= 60
-
-
-def _f2(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
+def _income_band(age: int, income: float) -> bool:
+    """F2's test of the salary and F6's of the salary plus commission."""
     if age < 40:
-        return _in(50_000, salary, 100_000)
+        return _in(50_000, income, 100_000)
     if age < 60:
-        return _in(75_000, salary, 125_000)
-    return _in(25_000, salary, 75_000)
+        return _in(75_000, income, 125_000)
+    return _in(25_000, income, 75_000)
 
 
-def _f3(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    if age < 40:
-        return elevel in (0, 1)
-    if age < 60:
-        return elevel in (1, 2, 3)
-    return elevel in (2, 3, 4)
+def _f1(a: _Applicant) -> bool:
+    return a.age < 40 or a.age >= 60
 
 
-def _f4(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
+def _f2(a: _Applicant) -> bool:
+    return _income_band(a.age, a.salary)
+
+
+def _f3(a: _Applicant) -> bool:
+    if a.age < 40:
+        return a.elevel in (0, 1)
+    if a.age < 60:
+        return a.elevel in (1, 2, 3)
+    return a.elevel in (2, 3, 4)
+
+
+def _f4(a: _Applicant) -> bool:
+    age, elevel, salary = a.age, a.elevel, a.salary
     if age < 40:
         return _in(25_000, salary, 75_000) if elevel in (0, 1) else _in(50_000, salary, 100_000)
     if age < 60:
@@ -102,9 +112,8 @@ def _f4(
     return _in(50_000, salary, 100_000) if elevel in (2, 3, 4) else _in(25_000, salary, 75_000)
 
 
-def _f5(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
+def _f5(a: _Applicant) -> bool:
+    age, salary, loan = a.age, a.salary, a.loan
     if age < 40:
         if _in(50_000, salary, 100_000):
             return _in(100_000, loan, 300_000)
@@ -118,43 +127,28 @@ def _f5(
     return _in(100_000, loan, 300_000)
 
 
-def _f6(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    total = salary + commission
-    if age < 40:
-        return _in(50_000, total, 100_000)
-    if age < 60:
-        return _in(75_000, total, 125_000)
-    return _in(25_000, total, 75_000)
+def _f6(a: _Applicant) -> bool:
+    return _income_band(a.age, a.salary + a.commission)
 
 
-def _f7(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    return 2.0 * (salary + commission) / 3.0 - loan / 5.0 - 20_000 > 0
+def _f7(a: _Applicant) -> bool:
+    return 2.0 * (a.salary + a.commission) / 3.0 - a.loan / 5.0 - 20_000 > 0
 
 
-def _f8(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    return 2.0 * (salary + commission) / 3.0 - 5_000 * elevel - 20_000 > 0
+def _f8(a: _Applicant) -> bool:
+    return 2.0 * (a.salary + a.commission) / 3.0 - 5_000 * a.elevel - 20_000 > 0
 
 
-def _f9(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    return 2.0 * (salary + commission) / 3.0 - 5_000 * elevel - loan / 5.0 - 10_000 > 0
+def _f9(a: _Applicant) -> bool:
+    return 2.0 * (a.salary + a.commission) / 3.0 - 5_000 * a.elevel - a.loan / 5.0 - 10_000 > 0
 
 
-def _f10(
-    salary: float, commission: float, age: int, elevel: int, hvalue: float, hyears: int, loan: float
-) -> bool:
-    equity = hvalue * (hyears - 20) / 10.0 if hyears >= 20 else 0.0
-    return 2.0 * (salary + commission) / 3.0 - 5_000 * elevel + equity / 5.0 - 10_000 > 0
+def _f10(a: _Applicant) -> bool:
+    equity = a.hvalue * (a.hyears - 20) / 10.0 if a.hyears >= 20 else 0.0
+    return 2.0 * (a.salary + a.commission) / 3.0 - 5_000 * a.elevel + equity / 5.0 - 10_000 > 0
 
 
-_AGRAWAL_FUNCTIONS: dict[int, Callable[..., bool]] = {
+_AGRAWAL_FUNCTIONS: dict[int, Callable[[_Applicant], bool]] = {
     1: _f1, 2: _f2, 3: _f3, 4: _f4, 5: _f5, 6: _f6, 7: _f7, 8: _f8, 9: _f9, 10: _f10,
 }  # fmt: skip
 
@@ -214,7 +208,7 @@ def agrawal(
 
 
 def _agrawal(
-    seed: int, n: int, label_of: Callable[..., bool], perturbation: float, nominal: bool
+    seed: int, n: int, label_of: Callable[[_Applicant], bool], perturbation: float, nominal: bool
 ) -> Iterator[Event]:
     rng = random.Random(seed)
     uniform = rng.random
@@ -234,7 +228,7 @@ def _agrawal(
         hvalue = (9 - zipcode) * 100_000 * (0.5 + uniform())
         hyears = randint(1, 30)
         loan = 500_000 * uniform()
-        y = 0 if label_of(salary, commission, age, elevel, hvalue, hyears, loan) else 1
+        y = 0 if label_of(_Applicant(salary, commission, age, elevel, hvalue, hyears, loan)) else 1
         if perturbation > 0.0:
             salary = perturb(salary, 20_000, 150_000)
             if commission > 0:

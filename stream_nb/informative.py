@@ -78,8 +78,8 @@ import numpy as np
 
 from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
-from stream_nb.naive_bayes._gaussian_stats import _MIN_EPSILON
-from stream_nb.seminaive._store import _log_ratio
+from stream_nb.limits import MIN_VARIANCE
+from stream_nb.seminaive._store import log_product_ratio
 
 __all__ = [
     "bernoulli_divergence",
@@ -321,7 +321,7 @@ def gaussian_entries(g: Mapping[str, Any], var_smoothing: float, class_prior: An
     max_var = max((s / c for c, s in zip(gn, gm2, strict=True) if c > 0.0), default=0.0)
     if max_var <= 0.0:  # every feature constant so far: the model leaves the terms out
         return []
-    eps = max(var_smoothing * max_var, _MIN_EPSILON)
+    eps = max(var_smoothing * max_var, MIN_VARIANCE)  # the model's ε, floor included
     out = []
     for j, feature in enumerate(g["features"]):
         if any(n[k][j] <= 0.0 for k in ks):  # as in prediction: not used until every class has it
@@ -394,18 +394,41 @@ def _token_table(
     return tokens, table, totals
 
 
+def _token_classes(
+    stats: Mapping[str, Any], class_prior: Mapping[Hashable, float] | None
+) -> tuple[dict[Hashable, Any], list[Any]] | None:
+    """The class weights and the scored classes of a token learner's statistics;
+    ``None`` when fewer than two classes are scored or no token was learned."""
+    class_weight = from_pairs(stats["class_weight"])
+    labels = _scored(list(class_weight), class_prior)
+    if len(labels) < 2 or not stats["counts"]:
+        return None
+    return class_weight, labels
+
+
 def _token_entries(
     kind: str,
     tokens: list[Any],
     labels: list[Any],
-    score: np.ndarray,
-    fav: np.ndarray,
-    against: np.ndarray,
-    log_ratio: np.ndarray,
+    prob: np.ndarray,
+    logs: np.ndarray,
+    pair_logs: np.ndarray,
     support: np.ndarray,
     top: int | None,
+    *,
+    favours_smaller: bool = False,
 ) -> list[Entry]:
-    """Entries of the ``top`` best tokens only (a vocabulary can be large), best first."""
+    """Entries of the ``top`` best tokens only (a vocabulary can be large), best first.
+
+    ``prob`` holds each token's probability by class and ``logs`` its log; a
+    pair of classes scores ``½ (prob_a − prob_b)(pair_logs_a − pair_logs_b)``.
+    For the best pair (``prob_a ≥ prob_b``) ``log_ratio = logs_a − logs_b``;
+    the token favours ``a``, or ``b`` with ``favours_smaller``.
+    """
+    score, big, small = _best_pairs(prob, pair_logs)
+    rows = np.arange(len(tokens))
+    log_ratio = logs[rows, big] - logs[rows, small]
+    fav, against = (small, big) if favours_smaller else (big, small)
     order = np.argsort(-score, kind="stable")[:top]  # stable: ties in learning order
     return [
         {
@@ -424,10 +447,11 @@ def _token_entries(
 def multinomial_entries(
     stats: Mapping[str, Any], alpha: float, class_prior: Any, scale: float, top: int | None
 ) -> list[Entry]:
-    class_weight = from_pairs(stats["class_weight"])
-    labels = _scored(list(class_weight), class_prior)
-    if len(labels) < 2 or not stats["counts"]:
+    """``token`` entries of a MultinomialNB state's statistics (α in raw units)."""
+    found = _token_classes(stats, class_prior)
+    if found is None:
         return []
+    class_weight, labels = found
     class_tokens = from_pairs(stats["class_tokens"])
     tokens, table, totals = _token_table(stats, list(class_weight))
     table = table[:, [list(class_weight).index(y) for y in labels]]
@@ -435,21 +459,17 @@ def multinomial_entries(
     den = np.array([class_tokens[y] for y in labels]) + alpha * len(tokens)
     theta = (table + alpha) / den
     logs = np.log(theta)
-    score, fav, against = _best_pairs(theta, logs)
-    rows = np.arange(len(tokens))
-    log_ratio = logs[rows, fav] - logs[rows, against]
-    return _token_entries(
-        "token", tokens, labels, score, fav, against, log_ratio, totals * scale, top
-    )
+    return _token_entries("token", tokens, labels, theta, logs, logs, totals * scale, top)
 
 
 def complement_entries(
     stats: Mapping[str, Any], alpha: float, scale: float, top: int | None
 ) -> list[Entry]:
-    class_weight = from_pairs(stats["class_weight"])
-    labels = list(class_weight)
-    if len(labels) < 2 or not stats["counts"]:
+    """``token`` entries of a ComplementNB state's statistics (α in raw units)."""
+    found = _token_classes(stats, None)
+    if found is None:
         return []
+    _, labels = found
     class_tokens = from_pairs(stats["class_tokens"])
     tokens, table, totals = _token_table(stats, labels)
     # θ_{y,w} = (C_{y,w} + α) / (Σ_w C_{y,w} + αV), C_{y,w} = N_w − N_{y,w}, Σ_w C_{y,w} = T − T_y
@@ -457,32 +477,26 @@ def complement_entries(
     den = np.array([total - class_tokens[y] for y in labels]) + alpha * len(tokens)
     theta = (totals[:, None] - table + alpha) / den
     logs = np.log(theta)
-    score, big, small = _best_pairs(theta, logs)
-    rows = np.arange(len(tokens))
     # a token favours the class whose complement rate is smaller
-    log_ratio = logs[rows, big] - logs[rows, small]
     return _token_entries(
-        "token", tokens, labels, score, small, big, log_ratio, totals * scale, top
+        "token", tokens, labels, theta, logs, logs, totals * scale, top, favours_smaller=True
     )
 
 
 def bernoulli_entries(
     stats: Mapping[str, Any], alpha: float, class_prior: Any, scale: float, top: int | None
 ) -> list[Entry]:
-    class_weight = from_pairs(stats["class_weight"])
-    labels = _scored(list(class_weight), class_prior)
-    if len(labels) < 2 or not stats["counts"]:
+    """``binary`` entries of a BernoulliNB state's statistics (α in raw units)."""
+    found = _token_classes(stats, class_prior)
+    if found is None:
         return []
+    class_weight, labels = found
     tokens, table, totals = _token_table(stats, labels)
     # p_{y,w} = (N_{y,w} + α) / (N_y + 2α)
     p = (table + alpha) / (np.array([class_weight[y] for y in labels]) + 2.0 * alpha)
     logs = np.log(p)
-    score, fav, against = _best_pairs(p, logs - np.log1p(-p))
-    rows = np.arange(len(tokens))
-    log_ratio = logs[rows, fav] - logs[rows, against]
-    return _token_entries(
-        "binary", tokens, labels, score, fav, against, log_ratio, totals * scale, top
-    )
+    logits = logs - np.log1p(-p)
+    return _token_entries("binary", tokens, labels, p, logs, logits, totals * scale, top)
 
 
 # ---------------------------------------------------------------------- semi-naive
@@ -508,7 +522,7 @@ def mutual_information(store: Mapping[str, Any]) -> dict[Hashable, float]:
             n_v = value_weight[f][v]
             for y, n in value_counts.items():
                 if n > 0.0:
-                    mi += n * _log_ratio(n, n_f, by_class[y], n_v)
+                    mi += n * log_product_ratio(n, n_f, by_class[y], n_v)
         out[f] = mi / total if total > 0 else 0.0
     return out
 

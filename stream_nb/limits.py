@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from numbers import Real
 from typing import Any
 
 from stream_nb._exceptions import ConfigError, InvalidEventError
@@ -102,6 +103,7 @@ __all__ = [
     "MIN_WEIGHT",
     "RENORMALISE_BELOW",
     "check_half_life",
+    "check_number",
     "check_weight",
     "value_out_of_range",
 ]
@@ -165,9 +167,48 @@ compute with; drop the token or cap its count
     )
 
 
-def check_weight(w: float) -> None:
-    """Raise ``InvalidEventError(reason="out_of_range")`` if a positive finite weight is
-    outside ``[MIN_WEIGHT, MAX_WEIGHT]``.
+def check_number(feature: Hashable, value: Any, hint: str) -> float:
+    """A feature value a learner computes with, as a float within ``±MAX_VALUE``.
+
+    Raises :class:`~stream_nb.InvalidEventError` naming the feature:
+    ``reason="non_numeric"`` for anything but an int or float (``bool`` is not a
+    number here; the message ends with ``hint``, where ``{feature}`` is filled in),
+    ``"non_finite"`` for NaN or ±inf, ``"out_of_range"`` beyond ``MAX_VALUE``.
+
+    Examples
+    --------
+    >>> check_number("height", 2, "send numbers")
+    2.0
+    >>> check_number("height", "tall", "send numbers")
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.InvalidEventError: feature 'height' has non-numeric value 'tall' (str); \
+send numbers
+    """
+    if value.__class__ is bool or not isinstance(value, Real):
+        raise InvalidEventError(
+            f"feature {feature!r} has non-numeric value {value!r} ({type(value).__name__}); "
+            + hint.format(feature=feature),
+            reason="non_numeric",
+        )
+    number: Any = value  # (a Real: compared as it is, exactly for an int of any size)
+    if not -MAX_VALUE <= number <= MAX_VALUE:
+        if number != number or number in (math.inf, -math.inf):
+            raise InvalidEventError(
+                f"feature {feature!r} has non-finite value {value!r}; send a finite number "
+                "or leave the feature out (None) when it is missing",
+                reason="non_finite",
+            )
+        raise value_out_of_range(feature, value)
+    return float(value)
+
+
+def check_weight(w: Any) -> None:
+    """Check a sample weight: a positive finite number within ``[MIN_WEIGHT, MAX_WEIGHT]``.
+
+    Raises :class:`~stream_nb.ConfigError` for anything but a positive finite
+    number (``bool`` is not one), and ``InvalidEventError(reason="out_of_range")``
+    for one outside the bounds.
 
     Examples
     --------
@@ -178,6 +219,11 @@ def check_weight(w: float) -> None:
     stream_nb._exceptions.InvalidEventError: sample weight w=1e+60 is outside [1e-50, 1e+50], \
 the range the model can compute with; rescale the weights of the stream
     """
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w > 0.0 and w != math.inf):
+        raise ConfigError(
+            f"sample weight w must be positive and finite, got {w!r}; "
+            "pass a number such as 1.0 (the default)"
+        )
     if not MIN_WEIGHT <= w <= MAX_WEIGHT:
         raise InvalidEventError(
             f"sample weight w={w!r} is outside [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], the range "
@@ -202,7 +248,7 @@ would be the last event); use a half_life of at least 0.02
     """
     if half_life is None:
         return None
-    if isinstance(half_life, bool) or not isinstance(half_life, (int, float)):
+    if not isinstance(half_life, (int, float)) or isinstance(half_life, bool):
         raise ConfigError(
             f"half_life must be a positive number of events or None, got {half_life!r}"
         )

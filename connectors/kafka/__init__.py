@@ -13,10 +13,11 @@ numbers and ``true``/``false`` converted.
 
 At start every connector checks that its topics exist (input, predictions, dead
 letters, model sync) and fails at once naming a missing one, unless
-``create_topics=true`` asks to create it (:func:`~stream_nb.connectors.kafka.client.check_topics`).
+``create_topics=true`` asks to create it
+(:func:`~stream_nb.connectors.kafka.topics.check_topics`).
 
 Delivery (see :mod:`stream_nb.connectors.base`)
--------------------------------------
+-----------------------------------------------
 * The consumer never auto-commits (``enable_auto_commit=False``) and its reset
   policy is explicit (``auto_offset_reset``, default ``earliest``).
 * :meth:`KafkaSource.position` is the *next* offset of every partition this
@@ -73,17 +74,47 @@ Examples
 (['127.0.0.1:9092', '127.0.0.1:9093'], ['events', 'more'], {'group_id': 'g', 'linger_ms': 5})
 
 
-Modules: :mod:`~stream_nb.connectors.kafka.url` (URLs and options),
-:mod:`~stream_nb.connectors.kafka.topics` (topic checks at start),
-:mod:`~stream_nb.connectors.kafka.source`, :mod:`~stream_nb.connectors.kafka.sink`,
-:mod:`~stream_nb.connectors.kafka.sync` (model sync and exactly-once),
-:mod:`~stream_nb.connectors.kafka.metrics` (Prometheus),
-:mod:`~stream_nb.connectors.kafka.client` (the one adapter over kafka-python) and
-:mod:`~stream_nb.connectors.kafka.factories` (the ``kafka://`` URL registration).
+Modules
+-------
+:mod:`~stream_nb.connectors.kafka.url`
+    URLs, their options, and the settings every connector shares.
+:mod:`~stream_nb.connectors.kafka.topics`
+    Topic checks (and creation) at start.
+:mod:`~stream_nb.connectors.kafka.source`
+    :class:`KafkaSource`: the consumer, positions, commits, a clean leave.
+:mod:`~stream_nb.connectors.kafka.rebalance`
+    The rebalance listener, and the partitions' snapshot offsets reconciled with the
+    group's commits.
+:mod:`~stream_nb.connectors.kafka.sink`
+    :class:`KafkaSink` and :class:`KafkaDeadLetterSink`.
+:mod:`~stream_nb.connectors.kafka.records`
+    Records within their topic's limit (sizes, headers, dead letters, predictions).
+:mod:`~stream_nb.connectors.kafka.sync`
+    :class:`KafkaSync`: model sync and exactly-once.
+:mod:`~stream_nb.connectors.kafka.metrics`
+    :class:`~stream_nb.connectors.kafka.metrics.KafkaMetrics` (Prometheus).
+:mod:`~stream_nb.connectors.kafka.client`
+    Bounded calls, the trouble log, and the one adapter over kafka-python's internals.
+:mod:`~stream_nb.connectors.kafka.factories`
+    The ``kafka://`` URL factories, registered on import.
 """
 
+try:
+    import kafka  # noqa: F401 (every module of this package imports kafka-python)
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the Kafka connector needs kafka-python; install the 'kafka' extra "
+        "(pip install '.[kafka]' in a clone of stream-nb)"
+    ) from exc
+
 from stream_nb.connectors.kafka.factories import open_kafka_sink, open_kafka_source
-from stream_nb.connectors.kafka.metrics import _KafkaMetrics
+from stream_nb.connectors.kafka.metrics import KafkaMetrics
+from stream_nb.connectors.kafka.records import (
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_REASON,
+    HEADER_TOPIC,
+)
 from stream_nb.connectors.kafka.sink import KafkaDeadLetterSink, KafkaSink
 from stream_nb.connectors.kafka.source import KafkaSource
 from stream_nb.connectors.kafka.sync import SYNC_FORMAT, KafkaSync
@@ -91,10 +122,6 @@ from stream_nb.connectors.kafka.url import (
     CALL_SECONDS,
     CLOSE_SECONDS,
     DELIVERY_TIMEOUT_MS,
-    HEADER_OFFSET,
-    HEADER_PARTITION,
-    HEADER_REASON,
-    HEADER_TOPIC,
     parse_kafka_url,
 )
 
@@ -108,6 +135,7 @@ __all__ = [
     "HEADER_TOPIC",
     "SYNC_FORMAT",
     "KafkaDeadLetterSink",
+    "KafkaMetrics",
     "KafkaSink",
     "KafkaSource",
     "KafkaSync",
@@ -115,5 +143,3 @@ __all__ = [
     "open_kafka_source",
     "parse_kafka_url",
 ]
-
-_ = _KafkaMetrics  # (re-exported for the dashboard test)

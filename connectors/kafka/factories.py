@@ -1,4 +1,4 @@
-"""The ``kafka://`` URL factories and their registration."""
+"""The ``kafka://`` URL factories and their registration in :mod:`stream_nb.connectors.registry`."""
 
 from __future__ import annotations
 
@@ -9,20 +9,15 @@ from stream_nb._exceptions import ConfigError
 from stream_nb.connectors.kafka.sink import KafkaDeadLetterSink, KafkaSink
 from stream_nb.connectors.kafka.source import KafkaSource
 from stream_nb.connectors.kafka.url import parse_kafka_url
+from stream_nb.connectors.registry import register
 
-try:
-    import kafka  # noqa: F401 (the extra must be installed)
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the Kafka connector needs kafka-python; install the 'kafka' extra "
-        "(pip install '.[kafka]' in a clone of stream-nb)"
-    ) from exc
+__all__ = ["open_kafka_sink", "open_kafka_source"]
 
 
-# ---------------------------------------------------------------- URL factories
-def _bind(connector: Any, options: Mapping[str, Any]) -> None:
+def _bind_metrics(connector: KafkaSource | KafkaSink, options: Mapping[str, Any]) -> None:
+    """Publish the connector's metrics on the engine's registry (``options["metrics"]``)."""
     metrics = options.get("metrics")
-    if metrics is not None and hasattr(connector, "bind_metrics"):
+    if metrics is not None:
         connector.bind_metrics(metrics.registry)
 
 
@@ -32,7 +27,7 @@ def open_kafka_source(url: str, options: Mapping[str, Any]) -> KafkaSource:
     if options.get("reset_state"):
         query.setdefault("reset_state", True)
     source = KafkaSource(servers, topics, **query)
-    _bind(source, options)
+    _bind_metrics(source, options)
     return source
 
 
@@ -44,14 +39,8 @@ def open_kafka_sink(url: str, options: Mapping[str, Any]) -> KafkaSink:
         raise ConfigError(f"a Kafka sink writes one topic, got {topics} in {url!r}")
     cls = KafkaDeadLetterSink if options.get("role") == "dead_letters" else KafkaSink
     sink = cls(servers, topics[0], **query)
-    _bind(sink, options)
+    _bind_metrics(sink, options)
     return sink
 
 
-def _register() -> None:
-    from stream_nb.connectors.registry import register
-
-    register("kafka", source=open_kafka_source, sink=open_kafka_sink)
-
-
-_register()
+register("kafka", source=open_kafka_source, sink=open_kafka_sink)

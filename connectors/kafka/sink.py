@@ -6,47 +6,40 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
+from kafka import KafkaProducer
+from kafka.errors import KafkaError, KafkaTimeoutError
+from prometheus_client import CollectorRegistry
 
 from stream_nb._exceptions import SinkError
-from stream_nb.connectors.base import Sink
-from stream_nb.connectors.kafka.client import (
+from stream_nb.connectors.base import Headers, Sink
+from stream_nb.connectors.kafka.client import trouble
+from stream_nb.connectors.kafka.metrics import KafkaMetrics, metrics_for
+from stream_nb.connectors.kafka.records import (
     carry_headers,
+    dead_letter_headers,
     fit_dead_letter,
     is_too_large,
+    own_headers,
     record_bytes,
     shrink_prediction,
-    trouble,
 )
-from stream_nb.connectors.kafka.metrics import _KafkaMetrics, _metrics_for
-from stream_nb.connectors.kafka.topics import _check
+from stream_nb.connectors.kafka.topics import check_topics
 from stream_nb.connectors.kafka.url import (
-    _BATCH_BYTES,
-    _FLUSH_SLICE,
+    BATCH_BYTES,
     CLOSE_SECONDS,
-    DELIVERY_TIMEOUT_MS,
-    HEADER_OFFSET,
-    HEADER_PARTITION,
-    HEADER_REASON,
-    HEADER_TOPIC,
-    _log,
-    _topic_options,
+    FLUSH_SLICE_SECONDS,
+    log,
+    producer_defaults,
+    topic_options,
 )
-
-try:
-    from kafka import KafkaProducer
-    from kafka.errors import (
-        KafkaError,
-        KafkaTimeoutError,
-    )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the Kafka connector needs kafka-python; install the 'kafka' extra "
-        "(pip install '.[kafka]' in a clone of stream-nb)"
-    ) from exc
 
 if TYPE_CHECKING:
     from stream_nb.connectors.kafka.sync import KafkaSync
+
+__all__ = ["KafkaDeadLetterSink", "KafkaSink"]
+
+#: A record as sent: its value and the headers it carries.
+_Form = tuple[bytes, Headers | None]
 
 
 class KafkaSink(Sink):
@@ -59,7 +52,7 @@ class KafkaSink(Sink):
     and ``explain``, listed under ``omitted``; then without the carried headers); if
     none fits, or the broker still rejects it as too large, it is dropped, counted
     (``stream_nb_kafka_records_dropped_total``) and logged. The event's headers are
-    carried up to :data:`~stream_nb.connectors.kafka.client.MAX_CARRIED_HEADER_BYTES`.
+    carried up to :data:`~stream_nb.connectors.kafka.records.MAX_CARRIED_HEADER_BYTES`.
 
     Parameters
     ----------
@@ -89,7 +82,7 @@ class KafkaSink(Sink):
         topic_replication_factor: int = -1,
         **options: Any,
     ) -> None:
-        create, partitions, replication = _topic_options(
+        create, partitions, replication = topic_options(
             {
                 "create_topics": create_topics,
                 "topic_partitions": topic_partitions,
@@ -97,12 +90,9 @@ class KafkaSink(Sink):
             }
         )
         self.topic = topic
-        options.setdefault("acks", "all")
         options.setdefault("linger_ms", 5)
-        options.setdefault("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
-        options.setdefault("request_timeout_ms", min(30_000, options["delivery_timeout_ms"] // 2))
-        options.setdefault("reconnect_backoff_max_ms", 5000)
-        info = _check(
+        producer_defaults(options)
+        info = check_topics(
             bootstrap_servers,
             options,
             {topic: "prediction topic" if self.role == "predictions" else "dead-letter topic"},
@@ -111,7 +101,7 @@ class KafkaSink(Sink):
             replication_factor=replication,
             error=SinkError,
         )[topic]
-        #: Largest record (as :func:`~stream_nb.connectors.kafka.client.record_bytes` counts) sent
+        #: Largest record (as :func:`~stream_nb.connectors.kafka.records.record_bytes` counts) sent
         #: as it is.
         self.limit = int(options.get("max_request_size", 1_048_576))
         if info.max_message_bytes is not None:
@@ -119,7 +109,7 @@ class KafkaSink(Sink):
         # One engine batch of predictions fits in one producer batch: the producer then
         # wakes its IO thread once per batch instead of once per record. A batch never
         # exceeds what the topic accepts.
-        options.setdefault("batch_size", min(_BATCH_BYTES, self.limit))
+        options.setdefault("batch_size", min(BATCH_BYTES, self.limit))
         self.flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
         self._bootstrap = bootstrap_servers
         try:
@@ -127,12 +117,12 @@ class KafkaSink(Sink):
         except KafkaError as exc:
             raise SinkError(f"cannot create a producer for Kafka topic {topic!r}: {exc!r}") from exc
         # (future, value, key, headers) of every record sent since the last flush
-        self._pending: list[tuple[Any, bytes, bytes | None, list[tuple[str, bytes]] | None]] = []
+        self._pending: list[tuple[Any, bytes, bytes | None, Headers | None]] = []
         self.written = 0
         #: Records sent in a smaller form / dropped because none fitted.
         self.shrunk = 0
         self.dropped = 0
-        self._metrics: _KafkaMetrics | None = None
+        self._metrics: KafkaMetrics | None = None
         # exactly-once: records go through KafkaSync's transactional producer
         self.sync: KafkaSync | None = None
         # a delivery failed: the daemon is ending, close() does not wait
@@ -144,19 +134,33 @@ class KafkaSink(Sink):
         self.sync = sync
         self.flush_timeout = delivery_timeout_ms / 1000.0 + 5.0
 
-    def bind_metrics(self, registry: Any) -> None:
+    def bind_metrics(self, registry: CollectorRegistry) -> None:
         """Count shrunk and dropped records on a Prometheus registry."""
-        self._metrics = _metrics_for(registry)
+        self._metrics = metrics_for(registry)
 
     def _producer_now(self) -> Any:
         return self._producer if self.sync is None else self.sync.producer
 
-    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
-        return carry_headers(headers) or None
+    def write(
+        self, value: bytes, *, key: bytes | None = None, headers: Headers | None = None
+    ) -> None:
+        """Send one record (asynchronously; :meth:`flush` waits for it).
 
-    def _smaller(
-        self, value: bytes, headers: list[tuple[str, bytes]] | None
-    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+        ``headers`` (the event's) are carried up to the documented bound.
+        """
+        value, carried = self._prepare(value, headers)
+        if len(value) + (0 if key is None else len(key)) + 256 > self.limit and (
+            record_bytes(key, value, carried) > self.limit
+        ):
+            self._send_fitting(value, key, carried)
+        else:
+            self._send(value, key, carried)
+
+    def _prepare(self, value: bytes, headers: Headers | None) -> _Form:
+        """The record as sent: the value, and the event's headers up to the bound."""
+        return value, (carry_headers(headers) or None) if headers else None
+
+    def _smaller(self, value: bytes, headers: Headers | None) -> list[_Form]:
         """Smaller forms of a record, in order: without ``log_proba``/``explain``, then
         also without the carried headers."""
         shrunk = shrink_prediction(value)
@@ -164,35 +168,7 @@ class KafkaSink(Sink):
             return [(value, None)] if headers else []
         return [(shrunk, headers), (shrunk, None)] if headers else [(shrunk, None)]
 
-    def write(
-        self,
-        value: bytes,
-        *,
-        key: bytes | None = None,
-        headers: Any = None,
-    ) -> None:
-        """Send one record (asynchronously; :meth:`flush` waits for it).
-
-        ``headers`` (the event's) are carried up to the documented bound.
-        """
-        carried = self._carry(headers) if headers else None
-        if len(value) + (0 if key is None else len(key)) + 256 > self.limit and (
-            record_bytes(key, value, carried) > self.limit
-        ):
-            self._send_fitting(value, key, carried)
-            return
-        # the common case inline (once per prediction): see _send
-        producer = self._producer if self.sync is None else self.sync.producer
-        try:
-            future = producer.send(self.topic, value=value, key=key, headers=carried)
-        except KafkaError as exc:
-            self._send_failed(exc, value, key, carried)
-            return
-        self._pending.append((future, value, key, carried))
-
-    def _send(
-        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
-    ) -> None:
+    def _send(self, value: bytes, key: bytes | None, headers: Headers | None) -> None:
         try:
             future = self._producer_now().send(self.topic, value=value, key=key, headers=headers)
         except KafkaError as exc:
@@ -201,11 +177,7 @@ class KafkaSink(Sink):
         self._pending.append((future, value, key, headers))
 
     def _send_failed(
-        self,
-        exc: KafkaError,
-        value: bytes,
-        key: bytes | None,
-        headers: list[tuple[str, bytes]] | None,
+        self, exc: KafkaError, value: bytes, key: bytes | None, headers: Headers | None
     ) -> None:
         """A send refused at once: too large for the producer (fit it), else fatal."""
         if is_too_large(exc):  # the producer's own limit, below the estimate's
@@ -217,9 +189,7 @@ class KafkaSink(Sink):
             "reachable? (exiting so that a supervisor restarts from the last snapshot)"
         ) from exc
 
-    def _send_fitting(
-        self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
-    ) -> None:
+    def _send_fitting(self, value: bytes, key: bytes | None, headers: Headers | None) -> None:
         """Send the first smaller form within :attr:`limit`, or drop the record."""
         for smaller, kept in self._smaller(value, headers):
             if record_bytes(key, smaller, kept) <= self.limit:
@@ -297,7 +267,7 @@ class KafkaSink(Sink):
         while True:
             left = deadline - time.monotonic()
             try:
-                producer.flush(timeout=max(0.0, min(left, _FLUSH_SLICE)))
+                producer.flush(timeout=max(0.0, min(left, FLUSH_SLICE_SECONDS)))
             except KafkaTimeoutError:
                 if time.monotonic() >= deadline:
                     raise self._failed(
@@ -324,7 +294,7 @@ class KafkaSink(Sink):
         """A delivery failure: logged now (the daemon's own error line comes after the
         connectors closed), and :meth:`close` no longer waits for the producer."""
         self._broken = True
-        _log.error("%s", message)
+        log.error("%s", message)
         return SinkError(message)
 
     def discard_pending(self) -> None:
@@ -352,7 +322,7 @@ class KafkaSink(Sink):
             try:
                 self._producer.close(timeout=0.0 if self._broken else CLOSE_SECONDS)
             except KafkaError as exc:  # records still pending
-                _log.warning("closing the producer of Kafka topic %r: %r", self.topic, exc)
+                log.warning("closing the producer of Kafka topic %r: %r", self.topic, exc)
 
 
 class KafkaDeadLetterSink(KafkaSink):
@@ -364,50 +334,26 @@ class KafkaDeadLetterSink(KafkaSink):
     ``stream_nb.reason``, ``stream_nb.source.topic``,
     ``stream_nb.source.partition`` and ``stream_nb.source.offset`` (source headers
     of those names are dropped). A rejected payload longer than
-    :data:`~stream_nb.connectors.kafka.client.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
-    with its size and SHA-256 (:func:`~stream_nb.connectors.kafka.client.fit_dead_letter`); a
+    :data:`~stream_nb.connectors.kafka.records.DEAD_LETTER_PAYLOAD_BYTES` is cut to that prefix,
+    with its size and SHA-256 (:func:`~stream_nb.connectors.kafka.records.fit_dead_letter`); a
     letter still too large for the topic is sent without its payload, then without
     the event's headers; one that fits in no form is dropped, counted and logged.
     """
 
     role = "dead_letters"
 
-    def write(
-        self,
-        value: bytes,
-        *,
-        key: bytes | None = None,
-        headers: Any = None,
-    ) -> None:
-        own: list[tuple[str, bytes]] = []
-        try:
-            letter = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            letter = {}
-        if isinstance(letter, dict):
-            position = letter.get("position")
-            found: list[tuple[str, Any]] = [(HEADER_REASON, letter.get("reason"))]
-            if isinstance(position, dict):
-                found += [
-                    (HEADER_TOPIC, position.get("topic")),
-                    (HEADER_PARTITION, position.get("partition")),
-                    (HEADER_OFFSET, position.get("offset")),
-                ]
-            own = [(name, str(item).encode()) for name, item in found if item is not None]
-        carried = own + carry_headers(headers, drop_own=True)
-        super().write(fit_dead_letter(value), key=key, headers=carried)
+    def _prepare(self, value: bytes, headers: Headers | None) -> _Form:
+        """The letter with its payload cut to the bound, and headers: stream-nb's own
+        (reason and source record), then the event's (without ``stream_nb.*`` ones)."""
+        carried = dead_letter_headers(value) + carry_headers(headers, drop_own=True)
+        return fit_dead_letter(value), carried or None
 
-    def _carry(self, headers: Any) -> list[tuple[str, bytes]] | None:
-        return list(headers) or None  # write() carried the event's already
-
-    def _smaller(
-        self, value: bytes, headers: list[tuple[str, bytes]] | None
-    ) -> list[tuple[bytes, list[tuple[str, bytes]] | None]]:
+    def _smaller(self, value: bytes, headers: Headers | None) -> list[_Form]:
         """Smaller forms of a dead letter: without the payload (size and hash kept), then
         with only stream-nb's own headers."""
         bare = fit_dead_letter(value, keep_payload=False)
-        own = [(n, v) for n, v in headers or () if n.startswith("stream_nb.")] or None
-        forms = [(bare, headers)]
+        own = own_headers(headers) or None
+        forms: list[_Form] = [(bare, headers)]
         if headers != own:
             forms.append((bare, own))
         return forms

@@ -1,72 +1,45 @@
-"""The Kafka source: a consumer group member with rebalances, positions and commits."""
+"""The Kafka source: a consumer group member with positions, commits and a clean leave.
+
+The partitions it owns and their offsets (rebalances, snapshot offsets reconciled with
+the group's commits) are :mod:`stream_nb.connectors.kafka.rebalance`'s.
+"""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.admin import MemberToRemove
+from kafka.errors import CommitFailedError, FencedInstanceIdError, KafkaError
+from prometheus_client import CollectorRegistry
 
-from stream_nb._exceptions import ConfigError, SourceError, StreamNBError
-from stream_nb.connectors.base import Record, Source
+from stream_nb._exceptions import ConfigError, SourceError
+from stream_nb.connectors.base import EngineHooks, Record, Source
 from stream_nb.connectors.kafka.client import (
     ClientAdapter,
     bounded,
     trouble,
+    warn_without_crc32c,
 )
-from stream_nb.connectors.kafka.metrics import _KafkaMetrics, _metrics_for
-from stream_nb.connectors.kafka.topics import _admin, _check
+from stream_nb.connectors.kafka.metrics import KafkaMetrics, metrics_for
+from stream_nb.connectors.kafka.rebalance import Partitions, RebalanceListener, refuse_lost_model
+from stream_nb.connectors.kafka.topics import admin_client, check_topics
 from stream_nb.connectors.kafka.url import (
-    _INSTANCE_ID,
     CLOSE_SECONDS,
-    _check_crc32c,
-    _fatal,
-    _log,
-    _topic_options,
+    instance_id,
+    is_fatal,
+    log,
+    topic_options,
 )
-
-try:
-    from kafka import (
-        AsyncConsumerRebalanceListener,
-        KafkaConsumer,
-        OffsetAndMetadata,
-        TopicPartition,
-    )
-    from kafka.admin import MemberToRemove
-    from kafka.errors import (
-        CommitFailedError,
-        FencedInstanceIdError,
-        KafkaError,
-    )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the Kafka connector needs kafka-python; install the 'kafka' extra "
-        "(pip install '.[kafka]' in a clone of stream-nb)"
-    ) from exc
 
 if TYPE_CHECKING:
     from stream_nb.connectors.kafka.sync import KafkaSync
 
-
-class _Listener(AsyncConsumerRebalanceListener):
-    """Rebalance listener. kafka-python 3.x awaits it on the client's IO thread, inside the
-    main thread's ``poll`` (which blocks until the rebalance is done), and keeps sending
-    heartbeats while it is suspended; blocking calls from the IO thread raise."""
-
-    def __init__(self, source: KafkaSource) -> None:
-        self._source = source
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self._source.on_revoked_async(set(revoked))
-
-    async def on_partitions_lost(self, lost: Any) -> None:
-        self._source.on_revoked(set(lost), "lost", settled=False)
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self._source.on_assigned_async(set(assigned))
+__all__ = ["KafkaSource"]
 
 
 class KafkaSource(Source):
@@ -150,7 +123,7 @@ class KafkaSource(Source):
             )
         if not isinstance(static_membership, bool):
             raise ConfigError(f"static_membership must be true or false, got {static_membership!r}")
-        create, partitions, replication = _topic_options(
+        create, partitions, replication = topic_options(
             {
                 "create_topics": create_topics,
                 "topic_partitions": topic_partitions,
@@ -191,12 +164,12 @@ class KafkaSource(Source):
         options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
-        _check_crc32c()
+        warn_without_crc32c()
         roles = {t: "input topic" for t in self.topics}
         if sync_topic is not None:
             roles[sync_topic] = "model-sync topic"
         #: The topics as found at start (partitions, size limit).
-        self.topic_info = _check(
+        self.topic_info = check_topics(
             bootstrap_servers,
             options,
             roles,
@@ -209,45 +182,93 @@ class KafkaSource(Source):
         # Bound for blocking consumer calls (commit, committed offsets, positions).
         self.call_ms = int(options.get("request_timeout_ms", 30_000))
         self._client: Any = None  # the KafkaConsumer, created on first use
-        self._lock = threading.Lock()
-        # next offset of every partition handed out (or restored from a snapshot)
-        self.positions: dict[TopicPartition, int] = {}
-        # partitions assigned by the group, and those whose committed offset is unchecked
-        self._assigned: set[TopicPartition] = set()
-        # partition -> snapshot offset it was positioned at, not yet compared with the commit
-        self._unchecked: dict[TopicPartition, int] = {}
-        #: ``{"assigned": n, "revoked": n, "lost": n}`` rebalance callbacks seen.
-        self.rebalances: dict[str, int] = {"assigned": 0, "revoked": 0, "lost": 0}
-        #: Events re-read below the group's committed offset (snapshot older than commit).
-        self.replayed = 0
+        #: The assigned partitions and where this member reads them.
+        self.partitions = Partitions(
+            lambda: self.consumer,
+            group_id=group_id,
+            call_ms=self.call_ms,
+            auto_offset_reset=auto_offset_reset,
+        )
+        self._listener = RebalanceListener(self)
         #: Commits that failed (retried implicitly by the next snapshot's commit).
         self.commit_failures = 0
         self.last_commit_seconds = 0.0
-        self.metrics: _KafkaMetrics | None = None
+        self.metrics: KafkaMetrics | None = None
         # transactional mode (model sync / exactly-once): committed offsets win
         self.sync: KafkaSync | None = None
-        self._engine: Any = None
-        # set while the main thread waits in poll(): rebalances run only then, with the
-        # engine between batches (every record handed out is processed)
-        self._in_poll = False
-        # partitions left without a commit: lost, or (model sync) a failed revoke transaction
-        self._needs_rollback = False
+        self._engine: EngineHooks | None = None
         # every record handed out has been processed (a batch hook ran since): a clean stop
         # may publish a last sync delta
         self._clean = True
         # a snapshot was restored (seek() called): its worker id and positions are known
         self._restored = False
-        # an error of a rebalance callback's helper thread, raised in the main thread
-        self._failure: BaseException | None = None
         self._last_connection_check = 0.0
         self.bootstrap = bootstrap_servers
         self.options = dict(options)
 
-    # ------------------------------------------------------------ the consumer
+    # ------------------------------------------------------------ wiring
     def use_sync(self, sync: KafkaSync) -> None:
-        """Let ``sync`` (model sync, exactly-once) own the commits and rebalance steps."""
+        """Let ``sync`` (model sync, exactly-once) own the commits and rebalance steps:
+        the group's committed offsets then win over the snapshot's."""
         self.sync = sync
+        self.partitions.transactional = True
 
+    def bind_metrics(self, registry: CollectorRegistry) -> None:
+        """Publish ``stream_nb_kafka_*`` metrics on a Prometheus registry."""
+        self.metrics = self.partitions.metrics = metrics_for(registry)
+
+    def attach_engine(self, engine: EngineHooks) -> None:
+        """Called by the CLI before ``engine.restore()``: lets a revoke checkpoint the engine
+        and commit, and starts model sync / exactly-once (:class:`KafkaSync`) when the URL
+        asked for it (``sync_topic``, ``exactly_once``)."""
+        if self._engine is not None:
+            return
+        self._engine = engine
+        engine.add_batch_hook(self._after_batch)
+        if self._sync_config is not None and self.sync is None:
+            from stream_nb.connectors.kafka.sync import KafkaSync  # (it imports this module)
+
+            sync = KafkaSync(self, **self._sync_config)
+            sync.attach(engine)
+
+    @property
+    def engine(self) -> EngineHooks | None:
+        """The engine this source is attached to (:meth:`attach_engine`), if any."""
+        return self._engine
+
+    def _after_batch(self, engine: EngineHooks) -> None:
+        self._clean = True  # the engine processed every record handed out
+
+    # ------------------------------------------------------------ the partitions
+    @property
+    def positions(self) -> dict[TopicPartition, int]:
+        """Next offset of every partition handed out (or restored from a snapshot)."""
+        return self.partitions.positions
+
+    @property
+    def assignment(self) -> set[TopicPartition]:
+        """Partitions currently assigned to this consumer."""
+        return self.partitions.assigned()
+
+    @property
+    def rebalances(self) -> dict[str, int]:
+        """``{"assigned": n, "revoked": n, "lost": n}`` rebalance callbacks seen."""
+        return self.partitions.rebalances
+
+    @property
+    def replayed(self) -> int:
+        """Events re-read below the group's committed offset (snapshot older than commit)."""
+        return self.partitions.replayed
+
+    def committable(self) -> dict[TopicPartition, int]:
+        """Next offsets of the assigned partitions that records were handed out from."""
+        return self.partitions.committable()
+
+    def reset_positions(self, *, reseek: bool) -> None:
+        """Forget positions; with ``reseek``, go back to the committed offsets (main thread)."""
+        self.partitions.reset(reseek=reseek)
+
+    # ------------------------------------------------------------ the consumer
     @property
     def group_instance_id(self) -> str | None:
         """The consumer's static member id (``None`` for a dynamic member)."""
@@ -255,7 +276,7 @@ class KafkaSource(Source):
             return None
         if self._instance_id is not None:
             return self._instance_id
-        return _INSTANCE_ID.sub("_", f"stream-nb-{self.worker_id}")[:249]
+        return instance_id(self.worker_id)
 
     @property
     def consumer(self) -> Any:
@@ -279,73 +300,24 @@ class KafkaSource(Source):
         except BaseException:
             consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
             raise
-        consumer.subscribe(self.topics, listener=_Listener(self))
+        consumer.subscribe(self.topics, listener=self._listener)
         self._client = consumer
 
     def _refuse_lost_state(self, consumer: Any) -> None:
-        """With checkpoints but no snapshot restored, refuse a group that has commits.
-
-        The commits say that a model learned the events before them; starting an empty
-        one there loses it without a word (an ephemeral checkpoint volume would reset
-        the model on every restart). ``reset_state`` accepts it. With model sync the
-        model is rebuilt from the sync topic instead, which is refused only once its
-        retention deleted deltas.
-        """
+        """With checkpoints but no snapshot restored, refuse a group that has commits
+        (:func:`~stream_nb.connectors.kafka.rebalance.refuse_lost_model`); ``reset_state``
+        accepts it."""
         engine = self._engine
-        if self._reset_state or self._restored or engine is None:
+        if self._reset_state or self._restored or engine is None or engine.checkpointer is None:
             return
-        if getattr(engine, "checkpointer", None) is None:
-            return
-        if self._sync_config is not None:
-            topic = self._sync_config["topic"]
-            info = self.topic_info.get(topic)
-            count = 1 if info is None or not info.partitions else info.partitions
-            tps = [TopicPartition(topic, p) for p in range(count)]
-            starts = consumer.beginning_offsets(tps, timeout_ms=self.call_ms)
-            deleted = {tp.partition: o for tp, o in starts.items() if o > 0}
-            if deleted:
-                raise SourceError(
-                    f"the checkpoint directory has no snapshot, and model-sync topic "
-                    f"{topic!r} of consumer group {self.group_id!r} no longer holds its "
-                    f"first deltas (retention deleted offsets below {deleted}): the model "
-                    "cannot be rebuilt. Restore the checkpoint directory, or pass "
-                    "--reset-state to start a new model from the deltas that are left"
-                )
-            return
-        found: dict[str, int] = {}
-        for topic in self.topics:
-            info = self.topic_info.get(topic)
-            for partition in range(info.partitions if info and info.partitions else 0):
-                tp = TopicPartition(topic, partition)
-                try:
-                    committed = consumer.committed(tp, timeout_ms=self.call_ms)
-                except KafkaError as exc:
-                    raise SourceError(
-                        f"cannot read the committed offsets of consumer group "
-                        f"{self.group_id!r} ({exc}); is the broker up?"
-                    ) from exc
-                if committed is not None:
-                    found[f"{topic}[{partition}]"] = committed
-        if found:
-            shown = ", ".join(f"{k}@{v}" for k, v in sorted(found.items())[:5])
-            raise SourceError(
-                f"consumer group {self.group_id!r} has committed offsets ({shown}"
-                f"{' …' if len(found) > 5 else ''}) but the checkpoint directory has no "
-                "snapshot: the model that learned the events before them is lost (a new "
-                "or emptied --checkpoint-dir?). Restore the checkpoint directory, or pass "
-                "--reset-state to start a new, empty model at the committed offsets"
-            )
-
-    def _raise_failure(self) -> None:
-        """Raise, in the main thread, what a rebalance callback's helper thread hit."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            if isinstance(failure, StreamNBError):
-                raise failure
-            raise SourceError(
-                f"consumer group {self.group_id!r}: {failure!r} during a rebalance; "
-                "exiting so that a supervisor restarts from the last snapshot"
-            ) from failure
+        refuse_lost_model(
+            consumer,
+            group_id=self.group_id,
+            topics=self.topics,
+            topic_info=self.topic_info,
+            sync_topic=None if self._sync_config is None else self._sync_config["topic"],
+            call_ms=self.call_ms,
+        )
 
     def _watch_connection(self) -> None:
         """Log (rate-limited) while the consumer has no broker connection; at most once
@@ -366,167 +338,32 @@ class KafkaSource(Source):
         elif connections:
             trouble.clear(kind, f"Kafka brokers {servers} reachable again")
 
-    # ------------------------------------------------------------ rebalance (IO thread)
-    async def on_revoked_async(self, partitions: set[TopicPartition]) -> None:
-        """On revoke, checkpoint and commit what was processed before the partitions move.
-
-        A rebalance runs only inside the main thread's ``poll`` (kafka-python drives the
-        group join from there), so the engine is between batches. The blocking work
-        (flush, snapshot, commit; or a sync transaction) runs on a helper thread while
-        this coroutine waits for it: kafka-python keeps heartbeating meanwhile, and the
-        group cannot finish the rebalance, so no other member fetches these partitions'
-        committed offsets before the commit is done.
-        """
-        settled = False
-        if partitions and self._in_poll and self._engine is not None:
-            settled = await self._in_thread(self._settle)
-        self.on_revoked(partitions, "revoked", settled=settled)
-
-    async def _in_thread(self, work: Any) -> bool:
-        """Run ``work()`` on a helper thread and wait for it without blocking the IO loop.
-
-        An error there is kept and raised in the main thread after ``poll`` returns: the
-        same failure (an undeliverable flush, a snapshot that cannot be written) ends the
-        daemon outside a rebalance too.
-        """
-        try:
-            return await ClientAdapter.await_in_thread(self._client, work)
-        except Exception as exc:
-            _log.error("rebalance work (checkpoint, commit or offset check) failed: %r", exc)
-            if self._failure is None:
-                self._failure = exc
-            return False
-
-    def _settle(self) -> bool:
-        """Make everything processed durable and committed (helper thread, main parked).
-
-        Returns whether the assigned partitions' offsets are now committed up to the
-        records handed out.
-        """
-        if self.sync is not None:
-            return self.sync.settle()
-        engine = self._engine
-        if engine is None or engine.checkpointer is None:
-            return False
-        failures = self.commit_failures
-        engine.checkpoint()  # flush sinks, snapshot, then commit (KafkaSource.commit)
-        return self.commit_failures == failures
-
-    def on_revoked(self, partitions: set[TopicPartition], event: str, *, settled: bool) -> None:
-        with self._lock:
-            self._assigned -= partitions
-            for tp in partitions:
-                self._unchecked.pop(tp, None)
-                if settled:
-                    # Committed up to here: whoever owns it next (this worker included)
-                    # starts from the commit, not from an older snapshot position.
-                    self.positions.pop(tp, None)
-            self.rebalances[event] += 1
-            if partitions and not settled and (self.sync is not None or event == "lost"):
-                self._needs_rollback = True
-        if self.metrics is not None:
-            self.metrics.rebalance(event)
-
-    def _on_assigned(self, partitions: set[TopicPartition]) -> None:
-        with self._lock:
-            self._assigned |= partitions
-            self.rebalances["assigned"] += 1
-            for tp in partitions:
-                offset = None if self.sync is not None else self.positions.get(tp)
-                if offset is not None:
-                    self._unchecked[tp] = offset
-                    self.consumer.seek(tp, offset)  # local: safe on the IO thread
-        if self.metrics is not None:
-            self.metrics.rebalance("assigned")
-
-    async def on_assigned_async(self, partitions: set[TopicPartition]) -> None:
-        """Position new partitions at the snapshot's offsets, then compare those with the
-        group's committed offsets before any record is fetched (helper thread)."""
-        self._on_assigned(partitions)
-        if self._unchecked and self._in_poll:
-            with self._lock:
-                pending = dict(self._unchecked)
-
-            def check() -> bool:
-                self._check_committed(pending)
-                return True
-
-            await self._in_thread(check)
-
-    # ------------------------------------------------------------ main loop
-    def _check_committed(self, partitions: dict[TopicPartition, int]) -> None:
-        """Compare the snapshot's offsets with the group's (blocking: never on the IO thread).
-
-        Committed offset ahead of the snapshot's: if this worker committed it, its newest
-        snapshot was lost and an older one restored — the snapshot wins (the model learned
-        exactly up to it) and the re-read events are counted as replayed. If another
-        worker committed it, that worker learned those events: continue from its commit.
-        """
-        for tp, mine in partitions.items():
-            try:
-                committed = self.consumer.committed(tp, metadata=True, timeout_ms=self.call_ms)
-            except KafkaError as exc:
-                # Unchecked, the snapshot's offset could re-learn events another worker
-                # learned: stop rather than risk it (a restart checks again).
-                raise SourceError(
-                    f"cannot read the committed offset of {tp.topic}[{tp.partition}] "
-                    f"(consumer group {self.group_id!r}): {exc!r}; exiting so that a "
-                    "supervisor restarts from the last snapshot"
-                ) from exc
-            finally:
-                with self._lock:
-                    if self._unchecked.get(tp, -1) == mine:
-                        del self._unchecked[tp]
-            if committed is None or committed.offset <= mine:
-                continue
-            if self._committed_by_me(committed.metadata):
-                self.replayed += committed.offset - mine
-                if self.metrics is not None:
-                    self.metrics.replayed.inc(committed.offset - mine)
-            else:
-                with self._lock:
-                    if tp in self._assigned:
-                        self.consumer.seek(tp, committed.offset)
-                    if self.positions.get(tp) == mine:
-                        del self.positions[tp]
-
-    def _committed_by_me(self, metadata: Any) -> bool:
-        """Whether commit metadata (``{"snapshot", "worker"}``) names this worker."""
-        try:
-            data = orjson.loads(metadata or b"{}")
-        except (orjson.JSONDecodeError, TypeError):
-            return False
-        return isinstance(data, dict) and data.get("worker") == self.worker_id
-
+    # ------------------------------------------------------------ Source
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
         """Poll up to ``max_records`` records, waiting at most ``timeout`` seconds."""
         if self.sync is not None:
             self.sync.ensure_tracking()
-        if self._unchecked:
-            with self._lock:
-                pending = dict(self._unchecked)
-            self._check_committed(pending)
+        pending = self.partitions.unchecked()
+        if pending:
+            self.partitions.check_committed(pending, self.worker_id)
         consumer = self.consumer
-        self._in_poll = True
-        try:
-            polled = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
-        except KafkaError as exc:
-            if _fatal(exc):
-                raise SourceError(
-                    f"consumer group {self.group_id!r} on {self.topics}: {exc!r}; exiting so "
-                    "that a supervisor restarts from the last snapshot (another process with "
-                    f"group_instance_id {self.group_instance_id!r}, or missing permissions?)"
-                ) from exc
-            trouble.report(f"poll:{self.group_id}", f"polling {self.topics} failed: {exc!r}")
-            time.sleep(min(timeout, 1.0))  # no busy loop while the error lasts
-            polled = {}
-        finally:
-            self._in_poll = False
-        self._raise_failure()
+        with self._listener.polling():
+            try:
+                polled = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+            except KafkaError as exc:
+                if is_fatal(exc):
+                    raise SourceError(
+                        f"consumer group {self.group_id!r} on {self.topics}: {exc!r}; exiting "
+                        "so that a supervisor restarts from the last snapshot (another process "
+                        f"with group_instance_id {self.group_instance_id!r}, or missing "
+                        "permissions?)"
+                    ) from exc
+                trouble.report(f"poll:{self.group_id}", f"polling {self.topics} failed: {exc!r}")
+                time.sleep(min(timeout, 1.0))  # no busy loop while the error lasts
+                polled = {}
+        self._listener.raise_failure()
         self._watch_connection()
-        if self._needs_rollback:
-            with self._lock:
-                self._needs_rollback = False
+        if self.partitions.take_rollback():
             if self.sync is not None:
                 # Partitions left without a commit (lost, or the sync on revoke failed):
                 # the work since the last transaction may cover partitions now owned by
@@ -586,11 +423,7 @@ class KafkaSource(Source):
             raise SourceError(f"malformed Kafka position in snapshot: {position!r}") from exc
         if isinstance(position.get("worker"), str):
             self.worker_id = position["worker"]  # the worker that committed these offsets
-        with self._lock:
-            self.positions = offsets
-            for tp in self._assigned:
-                if tp in offsets:
-                    self.consumer.seek(tp, offsets[tp])
+        self.partitions.restore(offsets)
 
     def commit(self, position: Mapping[str, Any], snapshot_id: str) -> None:
         """Commit the assigned partitions' offsets of a durable snapshot.
@@ -602,20 +435,22 @@ class KafkaSource(Source):
         if self.sync is not None:
             return  # offsets are committed inside KafkaSync's transactions
         metadata = orjson.dumps({"snapshot": snapshot_id, "worker": self.worker_id}).decode()
-        with self._lock:
-            assigned = set(self._assigned)
-        offsets = {}
+        assigned = self.partitions.assigned()
+        offsets: dict[TopicPartition, int] = {}
         for t, p, o in position.get("offsets", []):
             tp = TopicPartition(t, p)
             if tp in assigned:
-                offsets[tp] = OffsetAndMetadata(o, metadata, -1)
+                offsets[tp] = o
         if not offsets:
             return
         start = time.perf_counter()
         try:
-            self.consumer.commit(offsets, timeout_ms=self.call_ms)
+            self.consumer.commit(
+                {tp: OffsetAndMetadata(o, metadata, -1) for tp, o in offsets.items()},
+                timeout_ms=self.call_ms,
+            )
         except (CommitFailedError, KafkaError) as exc:
-            if _fatal(exc):
+            if is_fatal(exc):
                 hint = ""
                 if isinstance(exc, FencedInstanceIdError):
                     hint = (
@@ -642,8 +477,14 @@ class KafkaSource(Source):
         trouble.clear(
             f"commit:{self.group_id}", f"offset commits of group {self.group_id!r} work again"
         )
+        self.record_commit(offsets, self.last_commit_seconds)
+
+    def record_commit(self, offsets: Mapping[TopicPartition, int], seconds: float) -> None:
+        """Record a commit of ``offsets`` that took ``seconds`` (by :meth:`commit`, or by
+        model sync's transaction)."""
+        self.last_commit_seconds = seconds
         if self.metrics is not None:
-            self.metrics.committed(offsets, self.last_commit_seconds)
+            self.metrics.committed(offsets, seconds)
 
     @property
     def ready(self) -> bool:
@@ -654,34 +495,22 @@ class KafkaSource(Source):
         connections = ClientAdapter.connections(self._client)
         return connections is None or connections > 0
 
-    def committable(self) -> dict[TopicPartition, int]:
-        """Next offsets of the assigned partitions that records were handed out from."""
-        with self._lock:
-            assigned = set(self._assigned)
-        return {tp: o for tp, o in self.positions.items() if tp in assigned}
+    # ------------------------------------------------------------ rebalances
+    def settle(self) -> bool:
+        """On revoke (a helper thread, the main thread parked in ``poll``): make everything
+        processed durable and committed.
 
-    def reset_positions(self, *, reseek: bool) -> None:
-        """Forget positions; with ``reseek``, go back to the committed offsets (main thread)."""
-        self.positions = {}
-        if not reseek:
-            return
-        for tp in self.assignment:
-            self._seek_committed(tp)
-
-    def _seek_committed(self, tp: TopicPartition) -> None:
-        """Position ``tp`` at the group's committed offset (or the reset policy's end)."""
-        try:
-            committed = self.consumer.committed(tp, timeout_ms=self.call_ms)
-        except KafkaError as exc:
-            raise SourceError(
-                f"cannot read the committed offset of {tp.topic}[{tp.partition}]: {exc}"
-            ) from exc
-        if committed is None and self._reset == "latest":
-            self.consumer.seek_to_end(tp)
-        elif committed is None:
-            self.consumer.seek_to_beginning(tp)
-        else:
-            self.consumer.seek(tp, committed)
+        Returns whether the assigned partitions' offsets are now committed up to the
+        records handed out.
+        """
+        if self.sync is not None:
+            return self.sync.settle()
+        engine = self._engine
+        if engine is None or engine.checkpointer is None:
+            return False
+        failures = self.commit_failures
+        engine.checkpoint()  # flush sinks, snapshot, then commit (KafkaSource.commit)
+        return self.commit_failures == failures
 
     def _return_to_snapshot(self) -> bool:
         """After lost partitions (no model sync): return the engine to its last snapshot.
@@ -695,44 +524,10 @@ class KafkaSource(Source):
         engine = self._engine
         if engine is None or engine.checkpointer is None or not engine.restore():
             return False
-        with self._lock:
-            assigned = set(self._assigned)
-        for tp in assigned:
-            mine = self.positions.get(tp)
-            if mine is None:
-                self._seek_committed(tp)
-            else:
-                with self._lock:
-                    self._unchecked[tp] = mine  # seek() positioned it there
+        self.partitions.reposition()
         return True
 
-    @property
-    def assignment(self) -> set[TopicPartition]:
-        """Partitions currently assigned to this consumer."""
-        with self._lock:
-            return set(self._assigned)
-
-    def bind_metrics(self, registry: Any) -> None:
-        """Publish ``stream_nb_kafka_*`` metrics on a Prometheus registry."""
-        self.metrics = _metrics_for(registry)
-
-    def attach_engine(self, engine: Any) -> None:
-        """Called by the CLI before ``engine.restore()``: lets a revoke checkpoint the engine
-        and commit, and starts model sync / exactly-once (:class:`KafkaSync`) when the URL
-        asked for it (``sync_topic``, ``exactly_once``)."""
-        if self._engine is not None:
-            return
-        self._engine = engine
-        engine.add_batch_hook(self._after_batch)
-        if self._sync_config is not None and self.sync is None:
-            from stream_nb.connectors.kafka.sync import KafkaSync  # (it imports this module)
-
-            sync = KafkaSync(self, **self._sync_config)
-            sync.attach(engine)
-
-    def _after_batch(self, engine: Any) -> None:
-        self._clean = True  # the engine processed every record handed out
-
+    # ------------------------------------------------------------ stopping
     def close(self) -> None:
         """Leave the group without committing (offsets follow snapshots only).
 
@@ -754,7 +549,7 @@ class KafkaSource(Source):
         try:
             consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
         except KafkaError as exc:
-            _log.warning("closing the Kafka consumer failed: %r", exc)
+            log.warning("closing the Kafka consumer failed: %r", exc)
         instance = self.group_instance_id
         if instance is not None and reachable:
             self._leave(instance)
@@ -762,9 +557,9 @@ class KafkaSource(Source):
     def _leave(self, instance: str) -> None:
         """Remove static member ``instance`` from the group (best effort, bounded)."""
         try:
-            admin = _admin(self.bootstrap, self.options, SourceError, CLOSE_SECONDS)
+            admin = admin_client(self.bootstrap, self.options, SourceError, CLOSE_SECONDS)
         except SourceError as exc:
-            _log.warning("cannot leave consumer group %r: %s", self.group_id, exc)
+            log.warning("cannot leave consumer group %r: %s", self.group_id, exc)
             return
         try:
             bounded(
@@ -776,8 +571,8 @@ class KafkaSource(Source):
                 f"leaving consumer group {self.group_id!r}",
                 SourceError,
             )
-        except (KafkaError, SourceError) as exc:
-            _log.warning(
+        except Exception as exc:  # best effort: the stop is complete and durable already
+            log.warning(
                 "static member %r could not leave consumer group %r (%r); its partitions "
                 "move on after session_timeout_ms",
                 instance,

@@ -8,49 +8,35 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError
 
 from stream_nb._exceptions import ConfigError, SourceError
-from stream_nb.connectors.kafka.client import (
-    bounded,
-    record_bytes,
-    trouble,
-)
+from stream_nb.base import Learner
+from stream_nb.connectors.base import EngineHooks
+from stream_nb.connectors.kafka.client import bounded, trouble
+from stream_nb.connectors.kafka.records import record_bytes
 from stream_nb.connectors.kafka.sink import KafkaSink
 from stream_nb.connectors.kafka.url import (
-    _BATCH_BYTES,
-    _SYNC_READ_SECONDS,
+    BATCH_BYTES,
     CLOSE_SECONDS,
     DELIVERY_TIMEOUT_MS,
-    _client_options,
-    _fatal,
-    _log,
-    _transaction_call_seconds,
-    _transaction_timeout_ms,
+    SYNC_READ_SECONDS,
+    client_options,
+    is_fatal,
+    log,
+    producer_defaults,
+    transaction_call_seconds,
+    transaction_timeout_ms,
 )
 from stream_nb.engine.sync import DeltaTracker, defer_binning
-
-try:
-    from kafka import (
-        KafkaConsumer,
-        KafkaProducer,
-        OffsetAndMetadata,
-        TopicPartition,
-    )
-    from kafka.errors import (
-        InvalidProducerEpochError,
-        KafkaError,
-        ProducerFencedError,
-    )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the Kafka connector needs kafka-python; install the 'kafka' extra "
-        "(pip install '.[kafka]' in a clone of stream-nb)"
-    ) from exc
 
 if TYPE_CHECKING:
     from stream_nb.connectors.kafka.source import KafkaSource
 
+__all__ = ["SYNC_FORMAT", "KafkaSync"]
 
+#: The ``format`` of the model-sync state kept in snapshots.
 SYNC_FORMAT = "stream-nb/kafka-sync"
 
 
@@ -129,22 +115,22 @@ class KafkaSync:
         self.merged: dict[str, int] = {}
         self.sync_offsets: dict[int, int] = {}
         #: The fold of the sync topic up to :attr:`sync_offsets`.
-        self.base: Any = None
+        self.base: Learner | None = None
         self._base_state: dict[str, Any] | None = None
         # own deltas published but not read back yet: (seq, delta, weight)
-        self._pending: list[tuple[int, Any, float]] = []
+        self._pending: list[tuple[int, Learner, float]] = []
         #: Deltas published / merged from other workers (for metrics and tests).
         self.sent = 0
         self.merged_deltas = 0
         self.rollbacks = 0
-        self._engine: Any = None
-        self._main: Any = None
+        self._engine: EngineHooks | None = None
+        self._main: Learner | None = None
         self._tracker: DeltaTracker | None = None
         self._caught_up = False
         self._last = time.monotonic()
         self._committed: dict[TopicPartition, int] = {}
         self._sinks: list[KafkaSink] = []
-        self._txn_seconds = _transaction_call_seconds(DELIVERY_TIMEOUT_MS)
+        self._txn_seconds = transaction_call_seconds(DELIVERY_TIMEOUT_MS)
         # the current producer committed a transaction (see _recoverable)
         self._txn_ok = False
         # the sync topic was checked (or created) with the source's topics
@@ -159,7 +145,7 @@ class KafkaSync:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed",
-            **_client_options(source.options),
+            **client_options(source.options),
         )
         self._partitions = [TopicPartition(topic, p) for p in range(count)]
         self._consumer.assign(self._partitions)
@@ -174,25 +160,20 @@ class KafkaSync:
     def producer(self) -> Any:
         """The transactional producer (created on first use, after restore set the worker id)."""
         if self._producer is None:
-            options = {**_client_options(self.source.options), **self._producer_options}
+            options = {**client_options(self.source.options), **self._producer_options}
             # Deltas are compressed on their own (zlib, see sync()); predictions in
             # exactly-once mode stay uncompressed like the at-least-once sink's
             # (kafka-python's gzip runs at level 9: 16,200 -> 18,600 events/CPU-s without).
-            options.setdefault("acks", "all")
+            producer_defaults(options)
             # a batch of predictions or dead letters never exceeds what their topic accepts
-            options.setdefault("batch_size", min([_BATCH_BYTES, *(s.limit for s in self._sinks)]))
-            options.setdefault("delivery_timeout_ms", DELIVERY_TIMEOUT_MS)
-            options.setdefault(
-                "request_timeout_ms", min(30_000, options["delivery_timeout_ms"] // 2)
-            )
-            options.setdefault("reconnect_backoff_max_ms", 5000)
+            options.setdefault("batch_size", min([BATCH_BYTES, *(s.limit for s in self._sinks)]))
             # a delta is one record: allow large ones (the broker limits the compressed
             # batch: max.message.bytes of the sync topic, 1 MiB by default)
             options.setdefault("max_request_size", 16 * 1024 * 1024)
             # A worker killed inside a transaction holds back read_committed readers of
             # the sync topic until the broker aborts it: keep that short.
-            options.setdefault("transaction_timeout_ms", _transaction_timeout_ms(self.interval))
-            self._txn_seconds = _transaction_call_seconds(options["delivery_timeout_ms"])
+            options.setdefault("transaction_timeout_ms", transaction_timeout_ms(self.interval))
+            self._txn_seconds = transaction_call_seconds(options["delivery_timeout_ms"])
             transactional_id = f"stream-nb.{self.source.group_id}.{self.worker_id}"
             try:
                 producer = KafkaProducer(
@@ -212,7 +193,7 @@ class KafkaSync:
             self._txn_ok = False
         return self._producer
 
-    def attach(self, engine: Any) -> None:
+    def attach(self, engine: EngineHooks) -> None:
         """Hook into an :class:`~stream_nb.engine.Engine` (before ``engine.restore()``)."""
         self._engine = engine
         self.source.use_sync(self)
@@ -233,7 +214,7 @@ class KafkaSync:
                 sink.use_sync(self, delivery)
                 self._sinks.append(sink)
 
-    def _adopt(self, learner: Any, *, keep_delta: bool = False) -> None:
+    def _adopt(self, learner: Learner, *, keep_delta: bool = False) -> None:
         """Make ``learner`` the main model, teeing each learned event into the delta."""
         defer_binning(learner)
         if self._tracker is None:
@@ -246,19 +227,16 @@ class KafkaSync:
     def base_state(self) -> dict[str, Any]:
         """The base as state (cached until the next fold)."""
         if self._base_state is None:
+            assert self.base is not None, "attach() first"
             self._base_state = self.base.to_state()
         return self._base_state
 
     def _set_base(self, state: dict[str, Any]) -> None:
-        from stream_nb.base import Learner
-
         self.base = Learner.from_state(state)
         self._base_state = state
 
     def _refresh_main(self, *, keep_local: bool) -> None:
         """main := base + own deltas not read back yet (+ the local delta, kept)."""
-        from stream_nb.base import Learner
-
         tracker = self._tracker
         assert tracker is not None, "attach() first"
         main = Learner.from_state(self.base_state)
@@ -285,8 +263,8 @@ class KafkaSync:
         }
 
     def _restore(self, state: Mapping[str, Any]) -> None:
-        from stream_nb.base import Learner
-
+        engine = self._engine
+        assert engine is not None, "attach() first"
         if not isinstance(state, Mapping) or state.get("format") != SYNC_FORMAT:
             raise SourceError(f"snapshot's kafka_sync state is not {SYNC_FORMAT!r}")
         self.source.worker_id = str(state["worker"])
@@ -298,7 +276,7 @@ class KafkaSync:
         self._set_base(state["base"])
         self._pending = []
         learner = Learner.from_state(self.base_state)
-        self._engine.learner = learner
+        engine.learner = learner
         self._adopt(learner)
         for tp in self._partitions:
             if tp.partition in self.sync_offsets:
@@ -314,7 +292,7 @@ class KafkaSync:
             self._set_base(engine.learner.to_state())
             self._pending = []
 
-    def _on_batch(self, engine: Any) -> None:
+    def _on_batch(self, engine: EngineHooks) -> None:
         self.ensure_tracking()
         if not self._caught_up:
             self._catch_up()
@@ -324,7 +302,7 @@ class KafkaSync:
     def _catch_up(self, timeout: float | None = None) -> None:
         """Read the sync topic to its end before publishing (own newer deltas included)."""
         if timeout is None:  # an open transaction of a dead worker is aborted by then
-            timeout = _transaction_timeout_ms(self.interval) / 1000.0 + 60.0
+            timeout = transaction_timeout_ms(self.interval) / 1000.0 + 60.0
         if self._read_to_end(timeout, strict=True):
             self._refresh_main(keep_local=True)
         self._caught_up = True
@@ -355,8 +333,8 @@ class KafkaSync:
 
     def _fold(self, polled: Mapping[Any, Any]) -> bool:
         """Fold the deltas in ``polled`` into the base, in topic order, each once."""
-        from stream_nb.base import Learner
-
+        base = self.base
+        assert base is not None, "attach() first"
         folded = False
         for tp, messages in polled.items():
             for m in messages:
@@ -366,12 +344,12 @@ class KafkaSync:
                     item = orjson.loads(raw)
                     worker, seq = str(item["worker"]), int(item["seq"])
                 except (orjson.JSONDecodeError, zlib.error, KeyError, TypeError, ValueError):
-                    _log.warning("skipping malformed sync record at %s[%d]@%d", *tp, m.offset)
+                    log.warning("skipping malformed sync record at %s[%d]@%d", *tp, m.offset)
                     continue
                 if seq <= self.merged.get(worker, 0):
                     continue  # folded already (e.g. before a restart)
                 DeltaTracker.apply(
-                    self.base, Learner.from_state(item["delta"]), float(item.get("weight", 0.0))
+                    base, Learner.from_state(item["delta"]), float(item.get("weight", 0.0))
                 )
                 self.merged[worker] = seq
                 if worker == self.worker_id:
@@ -445,7 +423,7 @@ class KafkaSync:
             except KafkaError as exc:
                 if self._recoverable(exc):
                     self._drop_producer()
-                elif _fatal(exc):
+                elif is_fatal(exc):
                     raise SourceError(
                         f"sync transaction of worker {self.worker_id!r} failed for good: "
                         f"{exc!r} (another process with this worker id, or missing "
@@ -461,12 +439,7 @@ class KafkaSync:
                 self.rollback(reseek=reseek)
                 return False
             self._txn_ok = True
-            source.last_commit_seconds = time.perf_counter() - start
-            if source.metrics is not None:
-                source.metrics.committed(
-                    {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()},
-                    source.last_commit_seconds,
-                )
+            source.record_commit(offsets, time.perf_counter() - start)
             producer.begin_transaction()
             for sink in self._sinks:
                 sink.discard_pending()
@@ -478,7 +451,7 @@ class KafkaSync:
                 if source.metrics is not None:
                     source.metrics.sync_sent.inc()
         before = self.merged_deltas
-        folded = self._read_to_end(_SYNC_READ_SECONDS, strict=False)
+        folded = self._read_to_end(SYNC_READ_SECONDS, strict=False)
         if folded:
             self._refresh_main(keep_local=True)
         metrics = source.metrics
@@ -491,8 +464,11 @@ class KafkaSync:
                     lag += max(0, high - self._consumer.position(tp, timeout_ms=self._call_ms))
             metrics.sync_lag.set(lag)
         engine = self._engine
-        durable = engine is not None and engine.checkpointer is not None
-        if durable and (has_delta or changed or folded):
+        if (
+            engine is not None
+            and engine.checkpointer is not None
+            and (has_delta or changed or folded)
+        ):
             engine.checkpoint()
         return True
 
@@ -510,7 +486,7 @@ class KafkaSync:
         try:
             self.sync(reseek=False)
         except Exception as exc:  # closing: the restart or the next owner redoes the work
-            _log.warning("last sync on stop failed: %s", exc)
+            log.warning("last sync on stop failed: %s", exc)
 
     def _recoverable(self, exc: KafkaError) -> bool:
         """Whether a fenced producer may be replaced instead of ending the daemon.
@@ -542,7 +518,7 @@ class KafkaSync:
         try:
             producer.close(timeout=5)
         except KafkaError as exc:
-            _log.warning("closing the transactional producer: %r", exc)
+            log.warning("closing the transactional producer: %r", exc)
 
     def rollback(self, *, reseek: bool) -> None:
         """Drop everything since the last committed transaction: model, outputs, positions."""
@@ -560,13 +536,13 @@ class KafkaSync:
                 )
                 producer.begin_transaction()
             except KafkaError as exc:
-                if _fatal(exc) and not self._recoverable(exc):
+                if is_fatal(exc) and not self._recoverable(exc):
                     raise SourceError(
                         f"aborting the transaction of worker {self.worker_id!r} failed for "
                         f"good: {exc!r}; exiting so that a supervisor restarts from the last "
                         "snapshot"
                     ) from exc
-                _log.warning("aborting the transaction failed (%r); a new producer fences it", exc)
+                log.warning("aborting the transaction failed (%r); a new producer fences it", exc)
                 self._drop_producer()
         for sink in self._sinks:
             sink.discard_pending()
@@ -581,10 +557,10 @@ class KafkaSync:
         try:
             self._consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
         except KafkaError as exc:
-            _log.warning("closing the sync consumer: %r", exc)
+            log.warning("closing the sync consumer: %r", exc)
         if self._producer is not None:
             producer, self._producer = self._producer, None
             try:
                 producer.close(timeout=5)
             except KafkaError as exc:
-                _log.warning("closing the transactional producer: %r", exc)
+                log.warning("closing the transactional producer: %r", exc)

@@ -17,6 +17,7 @@ from stream_nb._exceptions import (
     ModelStateError,
     StreamNBError,
 )
+from stream_nb._state import STATE_ERRORS
 from stream_nb.base import Learner
 from stream_nb.engine import (
     EventDecoder,
@@ -24,6 +25,7 @@ from stream_nb.engine import (
 from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.checkpoint import read_snapshot
 from stream_nb.engine.settings import ENGINE_STATE_FORMAT
+from stream_nb.evaluation.decision import check_loss_matrix
 
 _log = logging.getLogger("stream_nb.cli")
 
@@ -60,18 +62,16 @@ def _setup_logging(level: str, fmt: str) -> None:
 def _learner_class(
     parser: argparse.ArgumentParser, name: str, flag: str = "--model"
 ) -> type[Learner]:
-    cls = Learner._registry.get(name)
+    cls = Learner.registered().get(name)
     failures: dict[str, Exception] = {}
     if cls is None:
         failures = _import_learner_modules()
-        cls = Learner._registry.get(name)
+        cls = Learner.registered().get(name)
     if cls is None:
-        known = ", ".join(sorted(Learner._registry)) or "none"
-        broken = "".join(
-            f"; learner module {module} failed to import: {type(exc).__name__}: {exc}"
-            for module, exc in failures.items()
+        known = ", ".join(sorted(Learner.registered())) or "none"
+        parser.error(
+            f"{flag}: unknown learner {name!r}{_import_failures(failures)}; choose one of {known}"
         )
-        parser.error(f"{flag}: unknown learner {name!r}{broken}; choose one of {known}")
     return cls
 
 
@@ -97,36 +97,61 @@ def _import_learner_modules() -> dict[str, Exception]:
     return failures
 
 
-def _make_learner(parser: argparse.ArgumentParser, name: str, params: dict[str, Any]) -> Learner:
-    cls = _learner_class(parser, name)
+def _import_failures(failures: dict[str, Exception]) -> str:
+    """``failures`` of :func:`_import_learner_modules` as the tail of an error message."""
+    return "".join(
+        f"; learner module {module} failed to import: {type(exc).__name__}: {exc}"
+        for module, exc in failures.items()
+    )
+
+
+def _check_fading_factor(parser: argparse.ArgumentParser, value: float) -> None:
+    if not 0 < value <= 1:
+        parser.error(f"--fading-factor must be in (0, 1], got {value}")
+
+
+def _make_learner(
+    parser: argparse.ArgumentParser,
+    cls: type[Learner],
+    params: dict[str, Any],
+    flag: str = "--params",
+) -> Learner:
+    """``cls(**params)``; a bad parameter is a usage error naming ``flag``, where it was set."""
     try:
         return cls(**params)
     except TypeError as exc:
-        parser.error(f"--params: invalid parameters for {name}: {exc}")
+        parser.error(f"{flag}: invalid parameters for {cls.__name__}: {exc}")
     except ConfigError as exc:
-        parser.error(f"--params: {exc}")
+        parser.error(f"{flag}: {exc}")
     raise AssertionError("unreachable")
 
 
 def _loss_matrix(
     parser: argparse.ArgumentParser, value: Any
 ) -> dict[Hashable, dict[Hashable, float]] | None:
+    """The ``--loss-matrix`` value as ``{predicted: {true: cost}}``, checked (a usage error,
+    exit code 2, names the bad entry)."""
     if value is None:
         return None
+    out: dict[Hashable, dict[Hashable, float]]
     if isinstance(value, dict) and all(isinstance(r, dict) for r in value.values()):
-        return value
-    if isinstance(value, list) and all(isinstance(t, list) and len(t) == 3 for t in value):
-        out: dict[Hashable, dict[Hashable, float]] = {}
+        out = value
+    elif isinstance(value, list) and all(isinstance(t, list) and len(t) == 3 for t in value):
+        out = {}
         for predicted, true, cost in value:
             if isinstance(predicted, (list, dict)) or isinstance(true, (list, dict)):
                 parser.error("--loss-matrix: labels must be JSON scalars")
             out.setdefault(predicted, {})[true] = cost
-        return out
-    parser.error(
-        "--loss-matrix must be {predicted: {true: cost}} or [[predicted, true, cost], ...], "
-        f"got {str(value)[:80]!r}"
-    )
-    raise AssertionError("unreachable")
+    else:
+        parser.error(
+            "--loss-matrix must be {predicted: {true: cost}} or [[predicted, true, cost], ...], "
+            f"got {str(value)[:80]!r}"
+        )
+    try:
+        check_loss_matrix(out)  # (the costs as given are used: the check's copy is not)
+    except ConfigError as exc:
+        parser.error(f"--loss-matrix: {exc}")
+    return out
 
 
 def _decoder(args: argparse.Namespace, learners: Sequence[Learner]) -> EventDecoder:
@@ -155,7 +180,8 @@ def _emit_report(report: Any, target: str | None, default_stream: Any) -> None:
     stream.flush()
 
 
-def _parse_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Learner]:
+def _split_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, dict[str, Any]]:
+    """A ``--model NAME[:JSON]`` value as the learner name and its parameters."""
     name, sep, raw = spec.partition(":")
     params: Any = {}
     if sep:
@@ -165,17 +191,18 @@ def _parse_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, 
             parser.error(f"--model {spec!r}: parameters are not valid JSON ({exc})")
         if not isinstance(params, dict):
             parser.error(f"--model {spec!r}: parameters must be a JSON object")
+    return name, params
+
+
+def _parse_model_spec(parser: argparse.ArgumentParser, spec: str) -> tuple[str, Learner]:
+    """A ``--model NAME[:JSON]`` value of ``eval`` and the learner it makes."""
+    name, params = _split_model_spec(parser, spec)
     cls = _learner_class(parser, name)
     try:
         return spec, cls(**params)
     except (TypeError, ConfigError) as exc:
         parser.error(f"--model {spec!r}: {exc}")
     raise AssertionError("unreachable")
-
-
-#: What a malformed model state can raise from code that does not map it to
-#: ModelStateError; the commands report each as one line, never a traceback.
-_STATE_ERRORS = (KeyError, TypeError, ValueError, ArithmeticError, AttributeError, IndexError)
 
 
 def _snapshot_model(path: str) -> tuple[dict[str, Any], Learner]:
@@ -195,13 +222,24 @@ def _snapshot_model(path: str) -> tuple[dict[str, Any], Learner]:
             f"{path}: engine state format {found!r}, expected {ENGINE_STATE_FORMAT!r}; "
             "give a snapshot written by 'stream-nb run' or 'stream-nb merge'"
         )
-    if not isinstance(body.get("learner"), dict):
+    state = body.get("learner")
+    if not isinstance(state, dict):
         raise CheckpointError(f"{path}: the snapshot has no 'learner' state object")
+    name = state.get("learner")
+    failures: dict[str, Exception] = {}
+    if isinstance(name, str) and name not in Learner.registered():
+        # a learner of a module not imported yet registers on import; if it is
+        # still unknown, the modules that failed to import are named with their errors
+        failures = _import_learner_modules()
+        if name in Learner.registered():
+            failures = {}
     try:
-        return body, Learner.from_state(body["learner"])
+        return body, Learner.from_state(state)
     except ModelStateError as exc:
-        raise ModelStateError(f"{path}: invalid learner state: {exc}") from exc
-    except _STATE_ERRORS as exc:
+        raise ModelStateError(
+            f"{path}: invalid learner state: {exc}{_import_failures(failures)}"
+        ) from exc
+    except STATE_ERRORS as exc:  # (reported as one line, never a traceback)
         raise ModelStateError(f"{path}: invalid learner state: {exc!r}") from exc
 
 

@@ -13,16 +13,17 @@ import orjson
 from stream_nb._exceptions import (
     ConfigError,
 )
-from stream_nb.cli.flags import _flag, _nonneg_int
+from stream_nb.cli.flags import _command_parser, _flag, _nonneg_int
 
 
 def _add_demo_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners: str) -> None:
     """The ``demo`` subcommand and its flags."""
-    de = sub.add_parser(
+    de = _command_parser(
+        sub,
         "demo",
+        formatter,
         help="print a seeded demo stream as JSON lines",
         description="Print a seeded synthetic stream of stream_nb.datasets as JSON lines.",
-        formatter_class=formatter,
     )
     _flag(
         de,
@@ -47,7 +48,6 @@ def _add_demo_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners
         metavar="D",
         help="emit events with an id and no label, and each label {id, y} D events later",
     )
-    de.set_defaults(subparser=de)
 
 
 def _cmd_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -74,10 +74,7 @@ def _cmd_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             for record in source.next_batch(4096, 0):
                 if delay:
                     event = orjson.loads(record.payload)
-                    if args.shape == "flat":
-                        y = event.pop(args.label_field)
-                    else:
-                        y = event.pop(args.label_field)
+                    y = event.pop(args.label_field)  # (top level in either shape)
                     event["id"] = index
                     lines.append(orjson.dumps(event))
                     pending.append(orjson.dumps({"id": index, args.label_field: y}))

@@ -16,6 +16,7 @@ from stream_nb._exceptions import (
     StreamNBError,
 )
 from stream_nb.cli.common import (
+    _check_fading_factor,
     _decoder,
     _emit_report,
     _loss_matrix,
@@ -27,6 +28,7 @@ from stream_nb.cli.flags import (
     _add_event_flags,
     _add_log_flags,
     _add_model_flags,
+    _command_parser,
     _flag,
     _positive_int,
 )
@@ -36,13 +38,14 @@ from stream_nb.connectors.registry import open_source
 
 def _add_eval_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners: str) -> None:
     """The ``eval`` subcommand and its flags."""
-    ev = sub.add_parser(
+    ev = _command_parser(
+        sub,
         "eval",
+        formatter,
         help="prequential evaluation of one or several models over a file",
         description="Run each --model prequentially over the events of FILE (predict then "
         "learn); print the final report as JSON, write a learning curve as CSV and a plot.",
         epilog=f"learners: {learners}",
-        formatter_class=formatter,
     )
     _flag(ev, "--source", metavar="FILE", help="JSON-lines events ('-' for stdin), as run --source")
     # the spelling of earlier releases, kept working
@@ -57,8 +60,6 @@ def _add_eval_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners
     _add_model_flags(ev, multi=True)
     _add_log_flags(ev)
 
-    ev.set_defaults(subparser=ev)
-
 
 def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from stream_nb.evaluation import PrequentialEvaluator
@@ -68,8 +69,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     specs = args.model or [DEFAULT_MODEL]
     if len(set(specs)) != len(specs):
         parser.error("--model: each model may be given once")
-    if not 0 < args.fading_factor <= 1:
-        parser.error(f"--fading-factor must be in (0, 1], got {args.fading_factor}")
+    _check_fading_factor(parser, args.fading_factor)
     loss_matrix = _loss_matrix(parser, args.loss_matrix)
     _setup_logging(args.log_level, args.log_format)
     models = [_parse_model_spec(parser, s) for s in specs]
@@ -89,7 +89,7 @@ def _cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         source = open_source(args.source, {"max_line_bytes": args.max_line_bytes})
     except (ConfigError, StreamNBError) as exc:
-        parser.error(f"--input: {exc}")
+        parser.error(f"--source (alias --input): {exc}")
     rows: list[dict[str, Any]] = []
     rejected: dict[str, int] = {}
     consumed = labelled = 0

@@ -95,37 +95,21 @@ class _Repeat(argparse.Action):
 
 def _flag(
     parser: argparse._ActionsContainer,
-    flag: str,
-    *,
+    *names: str,
     type: Callable[[str], Any] = str,
     default: Any = None,
     help: str,
     choices: Sequence[str] | None = None,
     metavar: str | None = None,
-    switch: bool = False,
     repeat: bool = False,
-    short: str | None = None,
 ) -> None:
-    """Add ``flag`` with its ``STREAM_NB_*`` variable; the variable overrides ``default``."""
+    """Add the flag ``names`` (``"--name"``, or ``"-n", "--name"``) with its
+    ``STREAM_NB_*`` variable, named after the long name; the variable overrides
+    ``default``. A ``repeat`` flag collects a list (the variable: items split by
+    :func:`split_env_list`), which its first use on the command line replaces."""
+    flag = max(names, key=len)
     env = _env_name(flag)
     raw = os.environ.get(env)
-    names = [short, flag] if short else [flag]
-    if switch:
-        value = default
-        if raw is not None:
-            lowered = raw.strip().lower()
-            if lowered not in _TRUE | _FALSE:
-                raise _EnvError(
-                    f"{env}={raw!r} (for {flag}) must be one of 1/0, true/false, yes/no"
-                )
-            value = lowered in _TRUE
-        parser.add_argument(
-            *names,
-            action="store_true",
-            default=value,
-            help=f"{help} [env {env}=1; default: off]",
-        )
-        return
     value = default
     if raw is not None:
         try:
@@ -146,24 +130,44 @@ def _flag(
     )
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _switch(parser: argparse._ActionsContainer, flag: str, *, help: str) -> None:
+    """Add the on/off ``flag`` (off: ``None``) with its ``STREAM_NB_*`` variable
+    (1/0, true/false, yes/no, on/off)."""
+    env = _env_name(flag)
+    raw = os.environ.get(env)
+    value = None
+    if raw is not None:
+        lowered = raw.strip().lower()
+        if lowered not in _TRUE | _FALSE:
+            raise _EnvError(f"{env}={raw!r} (for {flag}) must be one of 1/0, true/false, yes/no")
+        value = lowered in _TRUE
+    parser.add_argument(
+        flag,
+        action="store_true",
+        default=value,
+        help=f"{help} [env {env}=1; default: off]",
+    )
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+def _integer_type(minimum: int, expected: str) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ≥ ``minimum``; errors say ``expected {expected}``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+_positive_int = _integer_type(1, "a positive integer")
+
+
+_nonneg_int = _integer_type(0, "an integer >= 0")
 
 
 def _positive_float(text: str) -> float:
@@ -201,6 +205,24 @@ def _key_value(text: str) -> tuple[str, Any]:
 
 
 # ---------------------------------------------------------------------- parser
+def _command_parser(
+    sub: Any,
+    name: str,
+    formatter: type[argparse.HelpFormatter],
+    *,
+    help: str,
+    description: str,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """The subparser of command ``name``; it is ``args.subparser`` when that command runs,
+    so the command reports errors with its own usage line."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=description, epilog=epilog, formatter_class=formatter
+    )
+    parser.set_defaults(subparser=parser)
+    return parser
+
+
 def _add_event_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("events")
     _flag(
@@ -242,8 +264,10 @@ def _add_model_flags(p: argparse.ArgumentParser, *, multi: bool = False) -> None
             g,
             "--model",
             default=DEFAULT_MODEL,
-            metavar="NAME",
-            help="learner class (see 'stream-nb run --help' epilog for the list)",
+            metavar="NAME[:JSON]",
+            help="learner class (the list is below), optionally with parameters as JSON "
+            "(e.g. 'CategoricalNB:{\"alpha\": 0.5}'), set on top of the memory bounds as "
+            "--params/--param are; a parameter set both here and there is an error",
         )
         _flag(
             g,

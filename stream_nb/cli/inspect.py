@@ -12,28 +12,28 @@ import stream_nb
 from stream_nb._exceptions import (
     StreamNBError,
 )
+from stream_nb._state import STATE_ERRORS
 from stream_nb.base import Learner
 from stream_nb.cli.common import (
-    _STATE_ERRORS,
     _emit_report,
-    _import_learner_modules,
     _report_of,
     _setup_logging,
     _snapshot_model,
 )
-from stream_nb.cli.flags import _add_log_flags, _flag, _nonneg_int
+from stream_nb.cli.flags import _add_log_flags, _command_parser, _flag, _nonneg_int
 
 
 def _add_inspect_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners: str) -> None:
     """The ``inspect`` subcommand and its flags."""
-    ins = sub.add_parser(
+    ins = _command_parser(
+        sub,
         "inspect",
+        formatter,
         help="describe a snapshot",
         description="Print a snapshot (file, or newest valid one of a directory) as JSON: "
         "learner, classes and counts, features, size, most informative features (one "
         "score per learner family, see stream_nb.informative), the dependence structure "
         "of TAN/KDB/SPODE, positions.",
-        formatter_class=formatter,
     )
     _flag(ins, "--snapshot", metavar="PATH", help="snapshot file or checkpoint directory")
     _flag(
@@ -46,26 +46,18 @@ def _add_inspect_parser(sub: Any, formatter: type[argparse.HelpFormatter], learn
     )
     _add_log_flags(ins)
 
-    ins.set_defaults(subparser=ins)
-
-
-def _informative_features(learner: Learner, top: int) -> list[dict[str, Any]]:
-    """The ``top`` most informative features, best first (:meth:`Learner.informative_features`)."""
-    return learner.informative_features(top)
-
 
 def _cmd_inspect(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.snapshot is None:
         parser.error("--snapshot is required (a snapshot file or a checkpoint directory)")
     _setup_logging(args.log_level, args.log_format)
-    _import_learner_modules()
     try:
         body, learner = _snapshot_model(args.snapshot)
         out = _describe(args, body, learner)
     except StreamNBError as exc:
         print(f"stream-nb inspect: {exc}", file=sys.stderr)
         return 1
-    except _STATE_ERRORS as exc:  # a state that from_state accepted but cannot be described
+    except STATE_ERRORS as exc:  # a state that from_state accepted but cannot be described
         print(
             f"stream-nb inspect: {args.snapshot}: cannot describe the model: {exc!r}",
             file=sys.stderr,
@@ -95,8 +87,8 @@ def _describe(args: argparse.Namespace, body: dict[str, Any], learner: Learner) 
         "size": learner.model_size(),
         "classes": classes,
         "features": sorted(features, key=str),
-        "most_informative_features": _informative_features(learner, args.top),
-        "structure": _structure(learner),
+        "most_informative_features": learner.informative_features(args.top),
+        "structure": learner.structure(),  # parents of each feature (TAN, KDB, SPODE)
         "source_position": body.get("source"),
         "sink_position": body.get("sink"),
         "counters": body.get("counters"),
@@ -106,8 +98,3 @@ def _describe(args: argparse.Namespace, body: dict[str, Any], learner: Learner) 
         else None,
     }
     return out
-
-
-def _structure(learner: Learner) -> dict[str, Any] | None:
-    """Parents of each feature (TAN, KDB, SPODE); ``None`` for the other learners."""
-    return learner.structure()

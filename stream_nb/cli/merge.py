@@ -15,40 +15,37 @@ import orjson
 from stream_nb._exceptions import (
     StreamNBError,
 )
+from stream_nb._state import STATE_ERRORS
 from stream_nb.base import Learner
 from stream_nb.cli.common import (
-    _STATE_ERRORS,
-    _import_learner_modules,
     _setup_logging,
     _snapshot_model,
 )
-from stream_nb.cli.flags import _add_log_flags, _flag
+from stream_nb.cli.flags import _add_log_flags, _command_parser, _flag
 from stream_nb.engine.checkpoint import encode_snapshot
 
 
 def _add_merge_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners: str) -> None:
     """The ``merge`` subcommand and its flags."""
-    mg = sub.add_parser(
+    mg = _command_parser(
+        sub,
         "merge",
+        formatter,
         help="merge the models of several snapshots into one",
         description="Add the statistics of every snapshot's model (same learner and "
         "parameters) into one, written as a snapshot usable with 'run --initial-model'.",
-        formatter_class=formatter,
     )
     mg.add_argument(
         "snapshots", nargs="+", metavar="SNAPSHOT", help="snapshot files or directories"
     )
-    _flag(mg, "--output", short="-o", metavar="PATH", help="snapshot to write")
+    _flag(mg, "-o", "--output", metavar="PATH", help="snapshot to write")
     _add_log_flags(mg)
-
-    mg.set_defaults(subparser=mg)
 
 
 def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.output is None:
         parser.error("--output is required (the merged snapshot to write)")
     _setup_logging(args.log_level, args.log_format)
-    _import_learner_modules()
     merged: Learner | None = None
     target = Path(args.output)
     if not target.parent.is_dir():
@@ -69,7 +66,7 @@ def _cmd_merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         except StreamNBError as exc:
             print(f"stream-nb merge: {path}: {exc}", file=sys.stderr)
             return 1
-        except _STATE_ERRORS as exc:
+        except STATE_ERRORS as exc:
             print(f"stream-nb merge: {path}: cannot merge this model: {exc!r}", file=sys.stderr)
             return 1
     assert merged is not None

@@ -16,7 +16,7 @@ from stream_nb.cli.run import _add_run_parser
 def build_parser() -> argparse.ArgumentParser:
     """The ``stream-nb`` argument parser (environment variables read now)."""
     _Formatter = argparse.RawDescriptionHelpFormatter
-    learners = ", ".join(sorted(Learner._registry)) or "none"
+    learners = ", ".join(sorted(Learner.registered())) or "none"
     parser = argparse.ArgumentParser(
         prog="stream-nb",
         description="Online Naive Bayes over event streams: a crash-safe prequential daemon.",

@@ -18,6 +18,7 @@ from stream_nb._exceptions import (
     StreamNBError,
 )
 from stream_nb.cli.common import (
+    _check_fading_factor,
     _decoder,
     _emit_report,
     _learner_class,
@@ -26,6 +27,7 @@ from stream_nb.cli.common import (
     _make_learner,
     _setup_logging,
     _snapshot_model,
+    _split_model_spec,
 )
 from stream_nb.cli.flags import (
     DAEMON_BOUNDS,
@@ -33,10 +35,12 @@ from stream_nb.cli.flags import (
     _add_event_flags,
     _add_log_flags,
     _add_model_flags,
+    _command_parser,
     _flag,
     _parse_address,
     _positive_float,
     _positive_int,
+    _switch,
     daemon_params,
 )
 from stream_nb.connectors.registry import open_sink, open_source
@@ -52,15 +56,16 @@ from stream_nb.engine import (
 
 def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners: str) -> None:
     """The ``run`` subcommand and its flags."""
-    run = sub.add_parser(
+    run = _command_parser(
+        sub,
         "run",
+        formatter,
         help="run the daemon: read events, predict, emit, learn",
         description="Predict then learn every event (prequential), emit one JSON prediction "
         "record per event, send bad input to a dead-letter sink, checkpoint, export metrics. "
         "URLs: '-' (stdin/stdout), 'stderr', 'file:PATH' or PATH, 'demo:NAME?seed=S&n=N', "
         "'kafka://HOST:PORT/TOPIC' (the kafka extra).",
         epilog=f"learners: {learners}",
-        formatter_class=formatter,
     )
     g = run.add_argument_group("input and output")
     _flag(g, "--source", default="-", metavar="URL", help="where events come from")
@@ -80,7 +85,7 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         metavar="N",
         help="stop after N events (the length of a --demo stream)",
     )
-    _flag(g, "--follow", switch=True, help="keep reading a growing --source file (like tail -f)")
+    _switch(g, "--follow", help="keep reading a growing --source file (like tail -f)")
     _flag(
         g,
         "--dead-letters",
@@ -113,16 +118,14 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         metavar="K",
         help="emit the log-probabilities of the K most probable classes only",
     )
-    _flag(
+    _switch(
         g,
         "--explain",
-        switch=True,
         help="add each feature's log-likelihood ratio, predicted class vs runner-up",
     )
-    _flag(
+    _switch(
         g,
         "--delayed-labels",
-        switch=True,
         help="cache unlabelled events by id until a label-only event {id, y} arrives",
     )
     _flag(
@@ -153,10 +156,9 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         metavar="DIR",
         help="snapshot directory (restored on start; one daemon per directory, locked)",
     )
-    _flag(
+    _switch(
         g,
         "--reset-state",
-        switch=True,
         help="accept starting a new model when --checkpoint-dir holds snapshots but none is "
         "valid, or holds none while the output files already have records: invalid "
         "snapshots are moved aside (*.rejected), the output and dead-letter files are "
@@ -210,8 +212,6 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         "(to stdout when the predictions go to a file or stderr)",
     )
     _add_log_flags(run)
-
-    run.set_defaults(subparser=run)
 
 
 class _Progress:
@@ -268,8 +268,8 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.error_policy != "dead_letter" and args.dead_letters is not None:
         parser.error(f"--dead-letters has no effect with --error-policy {args.error_policy}")
     dead_letters_url = "stderr" if args.dead_letters is None else args.dead_letters
-    if args.fading_factor is not None and not 0 < args.fading_factor <= 1:
-        parser.error(f"--fading-factor must be in (0, 1], got {args.fading_factor}")
+    _check_fading_factor(parser, args.fading_factor)
+    name, model_params = _split_model_spec(parser, args.model)
     params: dict[str, Any] = {}
     if args.params is not None:
         if not isinstance(args.params, dict):
@@ -277,6 +277,16 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         params.update(args.params)
     for key, value in args.param or []:
         params[key] = value
+    both = [key for key in model_params if key in params]
+    if both:
+        parser.error(
+            f"--model {args.model!r} and --params/--param both set {both[0]!r}: "
+            "set each parameter in one place"
+        )
+    flag = "--params"  # where the parameters were set, for the errors
+    if model_params:
+        flag = "--model" if not params else "--model or --params/--param"
+    params.update(model_params)
     loss_matrix = _loss_matrix(parser, args.loss_matrix)
     address = None if args.metrics_address is None else _parse_address(parser, args.metrics_address)
 
@@ -284,8 +294,8 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("--reset-state needs --checkpoint-dir")
     _setup_logging(args.log_level, args.log_format)
     bounds = {name: getattr(args, name) or None for name in DAEMON_BOUNDS}
-    params = daemon_params(_learner_class(parser, args.model), params, bounds)
-    learner = _make_learner(parser, args.model, params)
+    cls = _learner_class(parser, name)
+    learner = _make_learner(parser, cls, daemon_params(cls, params, bounds), flag)
     decoder = _decoder(args, [learner])
     checkpointer = None
     if args.checkpoint_dir is not None:
@@ -299,7 +309,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from stream_nb.engine.telemetry import EngineMetrics
 
         metrics = EngineMetrics()
-        metrics.set_build_info(version=stream_nb.__version__, learner=args.model)
+        metrics.set_build_info(version=stream_nb.__version__, learner=cls.__name__)
     options: dict[str, Any] = {
         "max_line_bytes": args.max_line_bytes,
         "follow": args.follow,
@@ -316,12 +326,9 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     source_url = args.source
     if args.demo is not None:
         source_url = f"demo:{args.demo}?seed={args.seed}"
-    try:
-        evaluator = PrequentialEvaluator(
-            window=args.window, fading_factor=args.fading_factor, loss_matrix=loss_matrix
-        )
-    except ConfigError as exc:
-        parser.error(f"--loss-matrix: {exc}")
+    evaluator = PrequentialEvaluator(
+        window=args.window, fading_factor=args.fading_factor, loss_matrix=loss_matrix
+    )
     try:
         source = open_source(source_url, options)
         sink = open_sink(args.sink, options)
@@ -362,18 +369,17 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     )
     for connector in (source, sink, dead_letters):
         # Connectors that need engine hooks (e.g. Kafka model sync) attach before restore.
-        attach = getattr(connector, "attach_engine", None)
-        if attach is not None:
-            attach(engine)
+        if connector is not None:
+            connector.attach_engine(engine)
     restored = engine.restore()
     if not restored and args.initial_model is not None:
         try:
             _, initial = _snapshot_model(args.initial_model)
         except StreamNBError as exc:
             parser.error(f"--initial-model: {exc}")
-        if type(initial) is not type(learner):
+        if type(initial) is not cls:
             parser.error(
-                f"--initial-model holds a {type(initial).__name__}, not a {args.model}; "
+                f"--initial-model holds a {type(initial).__name__}, not a {cls.__name__}; "
                 f"use --model {type(initial).__name__}"
             )
         engine.learner = initial
@@ -412,7 +418,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     engine.set_progress(_tick)
     _log.info(
         "running %s from %s to %s%s",
-        args.model,
+        cls.__name__,
         source_url,
         args.sink,
         f" (restored snapshot {engine.summary().restored_from})" if restored else "",

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import orjson
 
 from stream_nb.connectors.base import LineBlock, Record
 from stream_nb.engine._json import dumps_exact, is_wide
+from stream_nb.engine.events import EventDecoder
 from stream_nb.engine.parse import _columns, _parse_uniform
-from stream_nb.engine.records import (
-    _last_timestamp,
-    _top_rows,
-    _true_label_log_probas,
-)
+from stream_nb.engine.records import _last_timestamp, _top_rows, _true_label_log_probas
 from stream_nb.engine.settings import (
     _COLUMNS_MAX_SKIP,
     _COLUMNS_MIN_BATCH,
@@ -33,326 +30,387 @@ from stream_nb.engine.tally import BatchTally
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
 
-
-def columns_wanted(engine: Engine) -> bool:
-    """Whether this batch should try the column path (after a miss, the next ones
-    skip it for a growing number of batches)."""
-    if not engine._columns_ok or engine.explain or engine.error_policy is ErrorPolicy.RAISE:
-        return False
-    if not engine.learner.columns_supported:
-        return False
-    if engine._columns_skip:
-        engine._columns_skip -= 1
-        return False
-    return True
+#: What :meth:`Learner.predict_learn_columns` returns for a batch it takes:
+#: ``(labels, log_proba, best)``.
+KernelResult = tuple[list[Hashable], np.ndarray, np.ndarray]
 
 
-def columns_done(
-    engine: Engine, payloads: list[bytes], records: list[Record] | None, block: LineBlock | None
-) -> bool:
-    if process_columns(engine, payloads, records, block):
-        engine._columns_misses = 0
-        return True
-    engine._columns_misses += 1
-    engine._columns_skip = min(_COLUMNS_MAX_SKIP, 2 ** min(engine._columns_misses, 8) - 1)
-    return False
+class ColumnBatch(NamedTuple):
+    """A batch the kernel took: where its lines came from and what they hold."""
+
+    records: list[Record] | None  # (None: a line block)
+    block: LineBlock | None
+    ys: Sequence[Hashable | None]
+    ids: Sequence[Any] | None
+    n_before: int  # events the model had learned before the batch
 
 
-def process_columns(
-    engine: Engine, payloads: list[bytes], records: list[Record] | None, block: LineBlock | None
-) -> bool:
-    """The column path: a whole batch of uniform events through the learner's array kernel.
+class ColumnPath:
+    """One engine's column path: whether it is tried, its routing after misses, its caches.
 
-    Taken when every record of the batch is a valid JSON object with the
-    same keys in the same order (flat, or nested with uniform feature
-    objects), every id and label is a scalar, and
-    :meth:`Learner.predict_learn_columns` accepts the batch (it checks
-    the feature values). The records, evaluation and model are those of
-    :func:`~stream_nb.engine.batched.process_batched`; no per-event dictionary is built for the
-    learner or the evaluator. Returns ``False``, having changed nothing,
-    for any other batch, which then takes the general path.
+    A batch the path does not take (:meth:`take` returns ``False``) is a
+    miss; after ``m`` misses in a row the next ``min(64, 2**m - 1)``
+    batches skip it.
+
+    Parameters
+    ----------
+    enabled
+        ``False``: never tried (decisions from a loss matrix or a check for
+        non-negative counts need one dictionary per event, or the engine
+        was built with ``column_path=False``).
+
+    Attributes
+    ----------
+    misses
+        Batches in a row the path did not take.
+    skip
+        Batches left before the path is tried again.
+
+    Examples
+    --------
+    >>> path = ColumnPath(enabled=True)
+    >>> path.restore(2, 3)
+    >>> path.state()
+    [2, 3]
     """
-    decoder = engine.decoder
-    if len(payloads) < _COLUMNS_MIN_BATCH or max(map(len, payloads)) > decoder.max_bytes:
-        return False
-    perf = time.perf_counter
-    batch_start = perf()
-    try:
-        parsed = _parse_uniform(payloads)
-    except orjson.JSONDecodeError:
-        return False
-    if parsed is None:
-        return False
-    decoded = columns_of(engine, *parsed)
-    del parsed  # the columns hold the values
-    if decoded is None:
-        return False
-    x_names, x_columns, ys, ids, ws = decoded
-    b = len(payloads)
-    n_labelled = b - ys.count(None) if None in ys else b
-    delayed = engine.delayed
-    if n_labelled < b and delayed is not None and ids is not None:
-        return False  # unlabelled events with ids go to the delayed-label cache
-    learner = engine.learner
-    n_before = learner.n_learned
-    t_model = perf()
-    result = learner.predict_learn_columns(x_names, x_columns, ys, ws)
-    if result is None:
-        return False
-    t_emit = perf()
-    labels, log_proba, best = result
-    engine._classes = len(labels)
-    sink = engine.sink
-    top_k = engine.top_k
-    text = None
-    if (
-        block is not None
-        and ids is None
-        and n_labelled == b
-        and (top_k is None or top_k >= len(labels))
-        and not getattr(sink, "uses_keys", True)
-    ):
-        # a labelled line block: the records from one template, no dict per event
-        text = block_text(engine, block, labels, log_proba, best, ys, n_before)
-    log_probas: list[dict[Hashable, float]] | None = None
-    if text is not None:
-        sink.write_lines(text)
-    else:
-        log_probas = emit_column_records(
-            engine, labels, log_proba, best, ys, ids, n_before, records, block
-        )
-    t_evaluate = perf()
-    evaluator = engine.evaluator
-    if evaluator is not None and n_labelled:
-        if n_labelled < b:
-            mask = [y is not None for y in ys]
-            ys_l = [y for y in ys if y is not None]
-            log_proba, best = log_proba[mask], best[mask]
-            log_probas = None
-        else:
-            ys_l = list(ys)
-        update_arrays = getattr(evaluator, "update_arrays", None)
-        if update_arrays is not None and len(labels) <= _EVALUATOR_MATRIX_CLASSES:
-            update_arrays(ys_l, labels, log_proba, best)
-        else:
-            predictions = list(map(labels.__getitem__, best.tolist()))
-            if log_probas is None:
-                if len(labels) > _EVALUATOR_MATRIX_CLASSES:
-                    log_probas = _true_label_log_probas(labels, log_proba, ys_l)
-                else:
-                    rows = log_proba.tolist()
-                    log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
-            evaluator.update_many(ys_l, predictions, log_probas)
-    t_end = perf()
-    latencies: list[float] = []
-    if engine.metrics is not None:
-        # Every event of a batch waits for the whole batch: its latency is the
-        # batch's, sampled one event in latency_every as on the other paths.
-        every = engine.latency_every
-        sampled = (engine.consumed + b) // every - engine.consumed // every
-        latencies = [t_end - batch_start] * sampled
-    engine.finish_batch(
-        BatchTally(
-            consumed=b,
-            batch_start=batch_start,
-            last_timestamp=None if records is None else _last_timestamp(records),
-            predicted=b,
-            only=b - n_labelled,
-            learned=n_labelled,
-            stage_seconds={
-                "decode": t_model - batch_start,
-                "predict": t_emit - t_model,
-                "emit": t_evaluate - t_emit,
-                "evaluate": t_end - t_evaluate,
-                "learn": 0.0,
-            },
-            latencies=latencies,
-        )
-    )
-    return True
 
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.misses = 0
+        self.skip = 0
+        # (labels, their JSON object keys): see json_keys
+        self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
+        # (labels, line, pairs, column of a label): see block_text
+        self._line_template: (
+            tuple[list[Hashable], bytes, list[bytes], dict[Hashable, int]] | None
+        ) = None
 
-def emit_column_records(
-    engine: Engine,
-    labels: list[Hashable],
-    log_proba: np.ndarray,
-    best: np.ndarray,
-    ys: Sequence[Hashable | None],
-    ids: Sequence[Any] | None,
-    n_before: int,
-    records: list[Record] | None,
-    block: LineBlock | None,
-) -> list[dict[Hashable, float]] | None:
-    """Write a column batch's prediction records built as dicts (any batch);
-    returns the log-probability dicts when it built them."""
-    predictions = list(map(labels.__getitem__, best.tolist()))
-    top_k = engine.top_k
-    log_probas: list[dict[Hashable, float]] | None = None
-    b = len(ys)
-    n_labelled = b - ys.count(None) if None in ys else b
-    out: list[dict[str, Any]]
-    if records is not None:
-        positions = [r[1] for r in records]
-    else:
-        assert block is not None
-        positions = block.positions()
-    if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
-        # The common case in one comprehension: no id, every event labelled.
-        learned = range(n_before, n_before + b)
-        keys = json_keys(engine, labels)  # the text JSON gives the labels as keys
-        if len(keys) == 2:
-            first, second = keys
-            us, vs = log_proba.T.tolist()  # two columns: no list per event
-            out = [
-                {
-                    "position": p,
-                    "y_pred": yp,
-                    "y_true": y,
-                    "log_proba": {first: u, second: v},
-                    "n_learned": n,
-                }
-                for p, yp, y, u, v, n in zip(positions, predictions, ys, us, vs, learned)  # noqa: B905
-            ]
+    def state(self) -> list[int]:
+        """``[misses, skip]``, as a snapshot stores them."""
+        return [self.misses, self.skip]
+
+    def restore(self, misses: int, skip: int) -> None:
+        """Route the next batches as the engine that wrote ``[misses, skip]`` would."""
+        self.misses = misses
+        self.skip = skip
+
+    def wanted(self, engine: Engine) -> bool:
+        """Whether this batch should try the column path (counts down :attr:`skip`)."""
+        if not self.enabled or engine.explain or engine.error_policy is ErrorPolicy.RAISE:
+            return False
+        if not engine.learner.columns_supported:
+            return False
+        if self.skip:
+            self.skip -= 1
+            return False
+        return True
+
+    def take(self, engine: Engine, batch: list[Record] | LineBlock) -> bool:
+        """Process a batch (records, or a line source's block) on the column path, or
+        return ``False`` having changed nothing (a miss)."""
+        if isinstance(batch, LineBlock):
+            done = self._process(engine, batch.payloads, None, batch)
         else:
-            rows = log_proba.tolist()
-            out = [
-                {
-                    "position": p,
-                    "y_pred": yp,
-                    "y_true": y,
-                    "log_proba": dict(zip(keys, row)),  # noqa: B905
-                    "n_learned": n,
-                }
-                for p, yp, y, row, n in zip(positions, predictions, ys, rows, learned)  # noqa: B905
-            ]
-    else:
-        if top_k is not None and top_k < len(labels):
-            # only the k shown classes of each event become Python objects
-            shown = _top_rows(labels, log_proba, top_k)
-        else:
-            rows = log_proba.tolist()
-            log_probas = shown = [dict(zip(labels, row, strict=True)) for row in rows]
-        out = []
-        n = n_before
-        for i, y in enumerate(ys):
-            record_out: dict[str, Any] = {} if ids is None or ids[i] is None else {"id": ids[i]}
-            record_out["position"] = positions[i]
-            record_out["y_pred"] = predictions[i]
-            if y is not None:
-                record_out["y_true"] = y
-            record_out["log_proba"] = shown[i]
-            record_out["n_learned"] = n
-            if y is not None:
-                n += 1
-            out.append(record_out)
-    sink = engine.sink
-    keyed = getattr(sink, "uses_keys", True)
-    if not keyed:
-        # One dumps call for the whole batch, cut into lines: each record is an
-        # object starting with a key, so every boundary reads '},{"'; inside a
-        # string '"' is escaped, so the cut is exact unless a record holds an
-        # array of objects (a custom position), which the line count catches.
+            done = self._process(engine, [r.payload for r in batch], batch, None)
+        if done:
+            self.misses = 0
+            return True
+        self.misses += 1
+        self.skip = min(_COLUMNS_MAX_SKIP, 2 ** min(self.misses, 8) - 1)
+        return False
+
+    def _process(
+        self,
+        engine: Engine,
+        payloads: list[bytes],
+        records: list[Record] | None,
+        block: LineBlock | None,
+    ) -> bool:
+        """The column path: a whole batch of uniform events through the learner's array kernel.
+
+        Taken when every record of the batch is a valid JSON object with the
+        same keys in the same order (flat, or nested with uniform feature
+        objects), every id and label is a scalar, and
+        :meth:`Learner.predict_learn_columns` accepts the batch (it checks
+        the feature values). The records, evaluation and model are those of
+        the batched path (:mod:`~stream_nb.engine.batched`); no per-event
+        dictionary is built for the learner or the evaluator.
+        """
+        decoder = engine.decoder
+        if len(payloads) < _COLUMNS_MIN_BATCH or max(map(len, payloads)) > decoder.max_bytes:
+            return False
+        perf = time.perf_counter
+        batch_start = perf()
         try:
-            blob = orjson.dumps(out, option=0 if log_probas is None else engine._dump_option)
-        except TypeError:  # non-string class labels as keys: switch for good
-            engine._dump_option = _OPT_NON_STR
-            blob = dumps_exact(out, option=engine._dump_option)
-        text = blob[1:-1].replace(b'},{"', b'}\n{"')
-        # (a line block's positions hold two ints: no array, nothing to count)
-        if block is not None or text.count(b"\n") == b - 1:
+            parsed = _parse_uniform(payloads)
+        except orjson.JSONDecodeError:
+            return False
+        if parsed is None:
+            return False
+        decoded = columns_of(decoder, *parsed)
+        del parsed  # the columns hold the values
+        if decoded is None:
+            return False
+        x_names, x_columns, ys, ids, ws = decoded
+        b = len(payloads)
+        n_labelled = b - ys.count(None) if None in ys else b
+        if n_labelled < b and engine.delayed is not None and ids is not None:
+            return False  # unlabelled events with ids go to the delayed-label cache
+        learner = engine.learner
+        batch = ColumnBatch(records, block, ys, ids, learner.n_learned)
+        t_model = perf()
+        result = learner.predict_learn_columns(x_names, x_columns, ys, ws)
+        if result is None:
+            return False
+        t_emit = perf()
+        labels, log_proba, best = result
+        engine.output.classes = len(labels)
+        sink = engine.sink
+        top_k = engine.top_k
+        text = None
+        if (
+            block is not None
+            and ids is None
+            and n_labelled == b
+            and (top_k is None or top_k >= len(labels))
+            and not getattr(sink, "uses_keys", True)
+        ):
+            # a labelled line block: the records from one template, no dict per event
+            text = self.block_text(batch, result)
+        log_probas: list[dict[Hashable, float]] | None = None
+        if text is not None:
             sink.write_lines(text)
         else:
-            keyed = True
-    if keyed:
-        dumps = orjson.dumps
-        option = engine._dump_option
-        try:
-            lines = [dumps(o, option=option) for o in out]
-        except TypeError:  # non-string class labels as keys: switch for good
-            option = engine._dump_option = _OPT_NON_STR
-            lines = [dumps_exact(o, option=option) for o in out]
-        if getattr(sink, "uses_keys", True):
-            for i, line in enumerate(lines):
-                key = headers = None
-                if records is not None:
-                    record = records[i]
-                    key = record.key
-                    headers = list(record.headers) if record.headers else None
-                if key is None and ids is not None and ids[i] is not None:
-                    key = str(ids[i]).encode()
-                sink.write(line, key=key, headers=headers)
+            log_probas = self.emit_records(engine, batch, result)
+        t_evaluate = perf()
+        evaluator = engine.evaluator
+        if evaluator is not None and n_labelled:
+            if n_labelled < b:
+                mask = [y is not None for y in ys]
+                ys_l = [y for y in ys if y is not None]
+                log_proba, best = log_proba[mask], best[mask]
+                log_probas = None
+            else:
+                ys_l = list(ys)
+            update_arrays = getattr(evaluator, "update_arrays", None)
+            if update_arrays is not None and len(labels) <= _EVALUATOR_MATRIX_CLASSES:
+                update_arrays(ys_l, labels, log_proba, best)
+            else:
+                predictions = list(map(labels.__getitem__, best.tolist()))
+                if log_probas is None:
+                    if len(labels) > _EVALUATOR_MATRIX_CLASSES:
+                        log_probas = _true_label_log_probas(labels, log_proba, ys_l)
+                    else:
+                        rows = log_proba.tolist()
+                        log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
+                evaluator.update_many(ys_l, predictions, log_probas)
+        t_end = perf()
+        latencies: list[float] = []
+        if engine.metrics is not None:
+            # Every event of a batch waits for the whole batch: its latency is the
+            # batch's, sampled one event in latency_every as on the other paths.
+            every = engine.latency_every
+            sampled = (engine.consumed + b) // every - engine.consumed // every
+            latencies = [t_end - batch_start] * sampled
+        engine.finish_batch(
+            BatchTally(
+                consumed=b,
+                batch_start=batch_start,
+                last_timestamp=None if records is None else _last_timestamp(records),
+                predicted=b,
+                only=b - n_labelled,
+                learned=n_labelled,
+                stage_seconds={
+                    "decode": t_model - batch_start,
+                    "predict": t_emit - t_model,
+                    "emit": t_evaluate - t_emit,
+                    "evaluate": t_end - t_evaluate,
+                    "learn": 0.0,
+                },
+                latencies=latencies,
+            )
+        )
+        return True
+
+    def emit_records(
+        self, engine: Engine, batch: ColumnBatch, result: KernelResult
+    ) -> list[dict[Hashable, float]] | None:
+        """Write a column batch's prediction records built as dicts (any batch);
+        returns the log-probability dicts when it built them."""
+        labels, log_proba, best = result
+        records, block, ys, ids, n_before = batch
+        predictions = list(map(labels.__getitem__, best.tolist()))
+        top_k = engine.top_k
+        output = engine.output
+        log_probas: list[dict[Hashable, float]] | None = None
+        b = len(ys)
+        n_labelled = b - ys.count(None) if None in ys else b
+        out: list[dict[str, Any]]
+        if records is not None:
+            positions = [r[1] for r in records]
         else:
-            sink.write_many(lines)
-    return log_probas
+            assert block is not None
+            positions = block.positions()
+        if ids is None and n_labelled == b and (top_k is None or top_k >= len(labels)):
+            # The common case in one comprehension: no id, every event labelled.
+            learned = range(n_before, n_before + b)
+            keys = self.json_keys(labels)  # the text JSON gives the labels as keys
+            if len(keys) == 2:
+                first, second = keys
+                us, vs = log_proba.T.tolist()  # two columns: no list per event
+                out = [
+                    {
+                        "position": p,
+                        "y_pred": yp,
+                        "y_true": y,
+                        "log_proba": {first: u, second: v},
+                        "n_learned": n,
+                    }
+                    for p, yp, y, u, v, n in zip(positions, predictions, ys, us, vs, learned)  # noqa: B905
+                ]
+            else:
+                rows = log_proba.tolist()
+                out = [
+                    {
+                        "position": p,
+                        "y_pred": yp,
+                        "y_true": y,
+                        "log_proba": dict(zip(keys, row)),  # noqa: B905
+                        "n_learned": n,
+                    }
+                    for p, yp, y, row, n in zip(positions, predictions, ys, rows, learned)  # noqa: B905
+                ]
+        else:
+            if top_k is not None and top_k < len(labels):
+                # only the k shown classes of each event become Python objects
+                shown = _top_rows(labels, log_proba, top_k)
+            else:
+                rows = log_proba.tolist()
+                log_probas = shown = [dict(zip(labels, row, strict=True)) for row in rows]
+            out = []
+            n = n_before
+            for i, y in enumerate(ys):
+                record_out: dict[str, Any] = {} if ids is None or ids[i] is None else {"id": ids[i]}
+                record_out["position"] = positions[i]
+                record_out["y_pred"] = predictions[i]
+                if y is not None:
+                    record_out["y_true"] = y
+                record_out["log_proba"] = shown[i]
+                record_out["n_learned"] = n
+                if y is not None:
+                    n += 1
+                out.append(record_out)
+        sink = engine.sink
+        keyed = getattr(sink, "uses_keys", True)
+        if not keyed:
+            # One dumps call for the whole batch, cut into lines: each record is an
+            # object starting with a key, so every boundary reads '},{"'; inside a
+            # string '"' is escaped, so the cut is exact unless a record holds an
+            # array of objects (a custom position), which the line count catches.
+            try:
+                blob = orjson.dumps(out, option=0 if log_probas is None else output.option)
+            except TypeError:  # non-string class labels as keys
+                blob = output.widen(out)
+            text = blob[1:-1].replace(b'},{"', b'}\n{"')
+            # (a line block's positions hold two ints: no array, nothing to count)
+            if block is not None or text.count(b"\n") == b - 1:
+                sink.write_lines(text)
+            else:
+                keyed = True
+        if keyed:
+            dumps = orjson.dumps
+            option = output.option
+            try:
+                lines = [dumps(o, option=option) for o in out]
+            except TypeError:  # non-string class labels as keys
+                lines = [output.widen(o) for o in out]
+            if getattr(sink, "uses_keys", True):
+                for i, line in enumerate(lines):
+                    key = headers = None
+                    if records is not None:
+                        record = records[i]
+                        key = record.key
+                        headers = list(record.headers) if record.headers else None
+                    if key is None and ids is not None and ids[i] is not None:
+                        key = str(ids[i]).encode()
+                    sink.write(line, key=key, headers=headers)
+            else:
+                sink.write_many(lines)
+        return log_probas
 
+    def block_text(self, batch: ColumnBatch, result: KernelResult) -> bytes | None:
+        """The prediction records of a labelled line block as one text, or ``None``.
 
-def block_text(
-    engine: Engine,
-    block: LineBlock,
-    labels: list[Hashable],
-    log_proba: np.ndarray,
-    best: np.ndarray,
-    ys: Sequence[Hashable],
-    n_before: int,
-) -> bytes | None:
-    """The prediction records of a labelled line block as one text, or ``None``.
-
-    Byte for byte what ``orjson.dumps`` gives for the record dicts, built
-    without them: one ``%`` format of a line template per event; the floats
-    rendered by ``orjson`` (a list of them in one call, split at the
-    commas); the text from ``"y_pred"`` to the first log-probability's
-    key precomputed for every (predicted, true) pair of classes. Taken
-    when the labels and the batch's true labels are all ``int``, ``str``
-    or ``bool`` of one type (so a label's text is its class's text), their
-    object keys are distinct and there are at most 64 classes.
-    """
-    b = len(ys)
-    k = len(labels)
-    label_type = type(labels[0])
-    if k > _TEMPLATE_MAX_CLASSES or label_type not in _TEMPLATE_TYPES:
-        return None
-    if set(map(type, labels)) != {label_type} or set(map(type, ys)) != {label_type}:
-        return None
-    cached = engine._line_template
-    if cached is None or cached[0] != labels:
-        try:
-            texts = [orjson.dumps(label) for label in labels]
-            keys = [orjson.dumps({label: 0}, option=_OPT_NON_STR)[1:-3] for label in labels]
-        except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits
+        Byte for byte what ``orjson.dumps`` gives for the record dicts, built
+        without them: one ``%`` format of a line template per event; the floats
+        rendered by ``orjson`` (a list of them in one call, split at the
+        commas); the text from ``"y_pred"`` to the first log-probability's
+        key precomputed for every (predicted, true) pair of classes. Taken
+        when the labels and the batch's true labels are all ``int``, ``str``
+        or ``bool`` of one type (so a label's text is its class's text), their
+        object keys are distinct and there are at most 64 classes.
+        """
+        labels, log_proba, best = result
+        block, ys, n_before = batch.block, batch.ys, batch.n_before
+        assert block is not None
+        b = len(ys)
+        k = len(labels)
+        label_type = type(labels[0])
+        if k > _TEMPLATE_MAX_CLASSES or label_type not in _TEMPLATE_TYPES:
             return None
-        if len(set(keys)) != len(keys):
-            return None  # e.g. 1 and "1": the dict path shows what orjson does
-        # pair p * k + t: '"y_pred":P,"y_true":T,"log_proba":{KEY0:'
-        pairs = [
-            b'"y_pred":' + predicted + b',"y_true":' + true + b',"log_proba":{' + keys[0] + b":"
-            for predicted in texts
-            for true in texts
-        ]
-        rest = b"".join(b"," + key.replace(b"%", b"%%") + b":%b" for key in keys[1:])
-        line = b'{"position":{"line":%d,"offset":%d},%b%b' + rest + b'},"n_learned":%d}'
-        column_of = {label: j for j, label in enumerate(labels)}
-        cached = engine._line_template = (list(labels), line, pairs, column_of)
-    _, line, pairs, column_of = cached
-    pair = best * k
-    pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
-    # each class's column as one JSON array, cut at the commas (no float's text
-    # holds one); orjson writes float64 array items as it writes Python floats
-    by_class = np.ascontiguousarray(log_proba.T)
-    option = orjson.OPT_SERIALIZE_NUMPY
-    floats = [orjson.dumps(column, option=option)[1:-1].split(b",") for column in by_class]
-    first = block.first
-    rows = zip(  # noqa: B905 (all b long)
-        range(first, first + b),
-        block.offsets,
-        map(pairs.__getitem__, pair.tolist()),
-        *floats,
-        range(n_before, n_before + b),
-    )
-    return b"\n".join(map(line.__mod__, rows))
+        if set(map(type, labels)) != {label_type} or set(map(type, ys)) != {label_type}:
+            return None
+        cached = self._line_template
+        if cached is None or cached[0] != labels:
+            try:
+                texts = [orjson.dumps(label) for label in labels]
+                keys = [orjson.dumps({label: 0}, option=_OPT_NON_STR)[1:-3] for label in labels]
+            except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits
+                return None
+            if len(set(keys)) != len(keys):
+                return None  # e.g. 1 and "1": the dict path shows what orjson does
+            # pair p * k + t: '"y_pred":P,"y_true":T,"log_proba":{KEY0:'
+            pairs = [
+                b'"y_pred":' + predicted + b',"y_true":' + true + b',"log_proba":{' + keys[0] + b":"
+                for predicted in texts
+                for true in texts
+            ]
+            rest = b"".join(b"," + key.replace(b"%", b"%%") + b":%b" for key in keys[1:])
+            line = b'{"position":{"line":%d,"offset":%d},%b%b' + rest + b'},"n_learned":%d}'
+            column_of = {label: j for j, label in enumerate(labels)}
+            cached = self._line_template = (list(labels), line, pairs, column_of)
+        _, line, pairs, column_of = cached
+        pair = best * k
+        pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
+        # each class's column as one JSON array, cut at the commas (no float's text
+        # holds one); orjson writes float64 array items as it writes Python floats
+        by_class = np.ascontiguousarray(log_proba.T)
+        option = orjson.OPT_SERIALIZE_NUMPY
+        floats = [orjson.dumps(column, option=option)[1:-1].split(b",") for column in by_class]
+        first = block.first
+        rows = zip(  # noqa: B905 (all b long)
+            range(first, first + b),
+            block.offsets,
+            map(pairs.__getitem__, pair.tolist()),
+            *floats,
+            range(n_before, n_before + b),
+        )
+        return b"\n".join(map(line.__mod__, rows))
+
+    def json_keys(self, labels: list[Hashable]) -> list[Hashable]:
+        """The labels as the strings JSON shows as object keys (``OPT_NON_STR_KEYS``'s text),
+        or the labels themselves if two would show the same (then orjson converts)."""
+        cached = self._label_keys
+        if cached is not None and cached[0] == labels:
+            return cached[1]
+        shown = list(orjson.loads(dumps_exact(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
+        keys: list[Hashable] = shown if len(shown) == len(labels) else list(labels)
+        self._label_keys = (list(labels), keys)
+        return keys
 
 
 def columns_of(
-    engine: Engine,
+    decoder: EventDecoder,
     objs: list[dict[str, Any]],
     transposed: tuple[dict[str, Any], list[Sequence[Any]]] | None = None,
 ) -> (
@@ -375,7 +433,6 @@ def columns_of(
     ``transposed``: ``(first object, columns)`` when the caller has already
     transposed uniform objects (``objs`` is then not read).
     """
-    decoder = engine.decoder
     label_field, id_field, weight_field = (
         decoder.label_field,
         decoder.id_field,
@@ -456,15 +513,3 @@ def columns_of(
             return None  # the general path names the bad weight
         ws = raw_ws
     return x_names, x_columns, ys, ids, ws
-
-
-def json_keys(engine: Engine, labels: list[Hashable]) -> list[Hashable]:
-    """The labels as the strings JSON shows as object keys (``OPT_NON_STR_KEYS``'s text),
-    or the labels themselves if two would show the same (then orjson converts)."""
-    cached = engine._label_keys
-    if cached is not None and cached[0] == labels:
-        return cached[1]
-    shown = list(orjson.loads(dumps_exact(dict.fromkeys(labels, 0), option=_OPT_NON_STR)))
-    keys: list[Hashable] = shown if len(shown) == len(labels) else list(labels)
-    engine._label_keys = (list(labels), keys)
-    return keys

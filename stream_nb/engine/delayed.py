@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, NamedTuple
 
 from stream_nb._exceptions import CheckpointError, ConfigError
+from stream_nb.engine.settings import check_positive_int
 
 __all__ = ["DelayedLabelCache", "Pending"]
 
@@ -59,8 +60,7 @@ class DelayedLabelCache:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
-            raise ConfigError(f"max_size must be a positive integer, got {max_size!r}")
+        check_positive_int("max_size", max_size)
         if max_age is not None and not (
             isinstance(max_age, (int, float)) and not isinstance(max_age, bool) and max_age > 0
         ):

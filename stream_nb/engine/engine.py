@@ -34,37 +34,27 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from stream_nb._exceptions import (
-    CheckpointError,
-    ConfigError,
-    InvalidEventError,
-)
+from stream_nb._exceptions import CheckpointError, ConfigError, InvalidEventError
 from stream_nb.base import Learner
 from stream_nb.connectors.base import Record, Sink, Source
 from stream_nb.engine.batched import process_batched
-from stream_nb.engine.checkpoint import (
-    Checkpointer,
-    decode_snapshot,
-    encode_snapshot,
-)
-from stream_nb.engine.columns import columns_done, columns_wanted
+from stream_nb.engine.checkpoint import Checkpointer
+from stream_nb.engine.columns import ColumnPath
 from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.events import EventDecoder, dead_letter_record
 from stream_nb.engine.per_event import process_each
-from stream_nb.engine.restore import (
-    restore_engine,
-    validated,
-)
+from stream_nb.engine.records import OutputState
+from stream_nb.engine.restore import newest_valid, rewind, snapshot_time
 from stream_nb.engine.settings import (
     _EVALUATION_EVERY,
     _MAX_BATCH_CELLS,
     _MODEL_SIZE_EVERY,
-    _STATE_ERRORS,
-    ENGINE_STATE_FORMAT,
     ErrorPolicy,
     RunSummary,
     _log,
+    check_positive_int,
 )
+from stream_nb.engine.snapshot import write_snapshot
 from stream_nb.engine.tally import BatchTally
 
 
@@ -89,7 +79,10 @@ class Engine:
         ``log_proba`` arguments hold at least the true label's log-probability
         (with more than 64 classes, only that one).
     metrics
-        A :class:`stream_nb.engine.telemetry.EngineMetrics`, or ``None``.
+        A :class:`stream_nb.engine.telemetry.EngineMetrics`, or ``None``. The engine
+        publishes its checkpoint interval there and registers the gauges read at
+        scrape time: readiness (:attr:`ready`), :meth:`progress_age` and
+        :meth:`backlog_bytes`.
     error_policy
         See :class:`ErrorPolicy`.
     batch_size
@@ -115,6 +108,16 @@ class Engine:
         already hold output: invalid snapshots are then moved aside
         (``*.rejected``) and the sinks' earlier output is truncated. Without
         it :meth:`restore` refuses. A valid snapshot is always restored.
+    column_path
+        Let uniform batches take the column path (:mod:`stream_nb.engine.columns`:
+        one call of the learner's array kernel per batch) when the learner has
+        one. ``False`` sends every batch through the general path: the same
+        records, byte for byte, and the same model (to compare the two paths).
+
+    Attributes
+    ----------
+    output
+        The :class:`~stream_nb.engine.records.OutputState` its processing paths share.
 
     Examples
     --------
@@ -152,30 +155,20 @@ class Engine:
         poll_timeout: float = 0.2,
         latency_every: int = 64,
         reset_state: bool = False,
+        column_path: bool = True,
     ) -> None:
         if not isinstance(error_policy, ErrorPolicy):
             raise ConfigError(
                 f"error_policy must be an ErrorPolicy, got {error_policy!r}; "
                 "use ErrorPolicy('dead_letter') to convert a string"
             )
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if checkpoint_every is not None and (
-            isinstance(checkpoint_every, bool)
-            or not isinstance(checkpoint_every, int)
-            or checkpoint_every < 1
-        ):
-            raise ConfigError(
-                f"checkpoint_every must be a positive integer or None, got {checkpoint_every!r}"
-            )
+        check_positive_int("batch_size", batch_size)
+        check_positive_int("checkpoint_every", checkpoint_every, optional=True)
         if checkpoint_interval is not None and not checkpoint_interval > 0:
             raise ConfigError(
                 f"checkpoint_interval must be positive seconds or None, got {checkpoint_interval!r}"
             )
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise ConfigError(f"top_k must be a positive integer or None, got {top_k!r}")
+        check_positive_int("top_k", top_k, optional=True)
         if latency_every < 1:
             raise ConfigError(f"latency_every must be >= 1, got {latency_every!r}")
         self.learner = learner
@@ -220,23 +213,27 @@ class Engine:
         self._last_size_time = 0.0
         self._last_evaluation_time = 0.0
         self._reported_evicted = 0
-        self._dump_option = 0  # becomes OPT_NON_STR_KEYS once a non-string label is met
+        self.output = OutputState()
         self._rejected_outcome = (
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
         # The column path (see stream_nb.engine.columns), unless decisions or checks need one
-        # dictionary per event; _columns_wanted checks the learner batch by batch.
-        self._columns_ok = loss_matrix is None and not self.decoder.nonnegative
-        self._columns_skip = 0  # batches left before the column path is tried again
-        self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
-        self._line_template: (
-            tuple[list[Hashable], bytes, list[bytes], dict[Hashable, int]] | None
-        ) = None
-        self._columns_misses = 0
-        # classes in the newest prediction (sizes the next batch, see _MAX_BATCH_CELLS)
-        self._classes = 0
+        # dictionary per event; ColumnPath.wanted checks the learner batch by batch.
+        self._columns = ColumnPath(
+            column_path and loss_matrix is None and not self.decoder.nonnegative
+        )
         # monotonic time of the processing loop's last completed iteration (see progress_age)
         self._heartbeat = time.monotonic()
+        if metrics is not None:
+            metrics.set_checkpoint_interval(
+                checkpoint_interval if checkpointer is not None else None
+            )
+            # read at every scrape, from the metrics server's thread
+            metrics.watch(
+                ready=lambda: self.ready,
+                progress_age=self.progress_age,
+                backlog_bytes=self.backlog_bytes,
+            )
 
     # ------------------------------------------------------------------ hooks
     def add_extra_state(
@@ -261,6 +258,12 @@ class Engine:
         self._stop = True
 
     @property
+    def decide(self) -> Callable[[dict[Hashable, float]], Hashable | None] | None:
+        """The decision rule of ``loss_matrix`` (minimum Bayes risk) over a log posterior,
+        or ``None``: the most probable class."""
+        return self._decide
+
+    @property
     def learned(self) -> int:
         """Events learned by the current model (``learner.n_learned``)."""
         return self.learner.n_learned
@@ -270,6 +273,13 @@ class Engine:
         """Readiness for ``/readyz``: the source can deliver."""
         return bool(self.source.ready)
 
+    def backlog_bytes(self) -> int | None:
+        """Bytes of input the source has not handed out yet, when it can tell (a file
+        source's ``backlog_bytes()``), else ``None``; ``stream_nb_source_backlog_bytes``."""
+        backlog = getattr(self.source, "backlog_bytes", None)
+        value = None if backlog is None else backlog()
+        return None if value is None else int(value)
+
     def progress_age(self) -> float:
         """Seconds since the processing loop last completed an iteration (idle polls
         included; before :meth:`run`, since the engine was created). ``/healthz``
@@ -277,30 +287,6 @@ class Engine:
         return time.monotonic() - self._heartbeat
 
     # ------------------------------------------------------------------ state
-    def _snapshot_body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "format": ENGINE_STATE_FORMAT,
-            "created": time.time(),
-            "learner": self.learner.to_state(),
-            "source": self.source.position(),
-            "sink": self.sink.position(),
-            "dead_letters": None if self.dead_letters is None else self.dead_letters.position(),
-            "evaluator": None if self.evaluator is None else self.evaluator.to_state(),
-            "delayed": None if self.delayed is None else self.delayed.to_state(),
-            "counters": {
-                "consumed": self.consumed,
-                "predictions": self.predictions,
-                "outcomes": self.outcomes,
-                "rejected": self.rejected,
-                # the column path's state and the class count that sizes batches: a
-                # restored engine cuts and routes batches as an uninterrupted one
-                "columns": [self._columns_misses, self._columns_skip],
-                "classes": self._classes,
-            },
-            "extra": {name: provide() for name, provide in self._extra_providers.items()},
-        }
-        return body
-
     def checkpoint(self) -> str:
         """Flush the sinks, write a snapshot, then ``source.commit``; return the snapshot id.
 
@@ -319,37 +305,13 @@ class Engine:
         """
         if self.checkpointer is None:
             raise CheckpointError("no checkpointer configured; pass checkpointer=Checkpointer(dir)")
-        start = time.perf_counter()
-        stage = "sink"
-        try:
-            self.sink.flush()
-            if self.dead_letters is not None:
-                self.dead_letters.flush()
-            stage = "invalid_state"
-            try:
-                body = self._snapshot_body()
-                position = body["source"]
-                data = encode_snapshot(body)
-                del body  # (freed before a second copy of the model is built)
-                validated(self, "the new snapshot", decode_snapshot(data))
-            except _STATE_ERRORS as exc:
-                kept = self._last_snapshot or "none"
-                raise CheckpointError(
-                    f"refusing to write a snapshot that would not restore: {exc}; the newest "
-                    f"snapshot ({kept}) is kept, and the events after it will be processed "
-                    "again at the next start"
-                ) from exc
-            stage = "io"
-            snapshot_id = self.checkpointer.write_encoded(data)
-        except Exception:
-            if self.metrics is not None:
-                self.metrics.record_checkpoint(
-                    result="failure", seconds=time.perf_counter() - start, reason=stage
-                )
-            raise
-        self.source.commit(position, snapshot_id)
-        if self.metrics is not None:
-            self.metrics.record_checkpoint(result="success", seconds=time.perf_counter() - start)
+        snapshot_id = write_snapshot(
+            self,
+            self.checkpointer,
+            columns=self._columns.state(),
+            extra=self._extra_providers,
+            kept=self._last_snapshot,
+        )
         self._last_snapshot = snapshot_id
         self._since_checkpoint = 0
         self._last_checkpoint_time = time.monotonic()
@@ -380,7 +342,34 @@ class Engine:
             (another learner class, a source or sink that cannot go back to
             its position).
         """
-        return restore_engine(self)
+        found = newest_valid(self)
+        if found is None:
+            return False
+        snapshot_id, body, restored = found
+        self.learner = restored.learner
+        self.evaluator = restored.evaluator
+        self.delayed = restored.delayed
+        self.consumed, self.predictions = restored.consumed, restored.predictions
+        self.outcomes, self.rejected = restored.outcomes, restored.rejected
+        self._columns.restore(*restored.columns)
+        self.output.classes = restored.classes
+        rewind(self, body)
+        extra = body.get("extra") or {}
+        for name, consume in self._extra_consumers.items():
+            if name in extra:
+                consume(extra[name])
+        self._restored_from = self._last_snapshot = snapshot_id
+        created = snapshot_time(body)
+        if self.metrics is not None and created is not None:
+            # the restored snapshot is the last checkpoint until the next one
+            self.metrics.record_restored_checkpoint(created)
+        _log.info(
+            "restored snapshot %s: %d events learned, source at %s",
+            snapshot_id,
+            self.learner.n_learned,
+            body.get("source"),
+        )
+        return True
 
     # ------------------------------------------------------------------ loop
     def run(self, *, max_events: int | None = None) -> RunSummary:
@@ -399,8 +388,9 @@ class Engine:
         self._heartbeat = time.monotonic()
         while not self._stop:
             want = self.batch_size
-            if self._classes:
-                want = min(want, max(1, _MAX_BATCH_CELLS // self._classes))
+            classes = self.output.classes
+            if classes:
+                want = min(want, max(1, _MAX_BATCH_CELLS // classes))
             if remaining is not None:
                 want = min(want, remaining)
             if want <= 0:
@@ -478,7 +468,27 @@ class Engine:
         if self.dead_letters is not None:
             self.dead_letters.flush()
 
-    def _reject(self, record: Record, reason: str, message: str) -> None:
+    def reject(self, record: Record, reason: str, message: str) -> None:
+        """Apply the error policy to a record that cannot be used: count it under ``reason``
+        (one of :data:`~stream_nb.engine.REASONS`) and, under ``dead_letter``, write it
+        with ``message``, its key and headers to the dead-letter sink, if any.
+
+        Raises
+        ------
+        InvalidEventError
+            Under the error policy ``raise``.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> from stream_nb.connectors.base import Record
+        >>> from stream_nb.connectors.memory import ListSource, MemorySink
+        >>> letters = MemorySink()
+        >>> engine = Engine(CategoricalNB(), ListSource([]), MemorySink(), dead_letters=letters)
+        >>> engine.reject(Record(b"{oops", {"line": 1}), "invalid_json", "not JSON")
+        >>> engine.rejected, [d["reason"] for d in letters.records()]
+        ({'invalid_json': 1}, ['invalid_json'])
+        """
         policy = self.error_policy
         if policy is ErrorPolicy.RAISE:
             raise InvalidEventError(
@@ -498,12 +508,12 @@ class Engine:
     def _next(self, source: Source, want: int) -> int:
         """Read and process one batch of at most ``want`` records; how many came."""
         next_block = getattr(source, "next_block", None)
-        if next_block is not None and columns_wanted(self):
+        if next_block is not None and self._columns.wanted(self):
             # a line source: the column path reads the lines without a Record each
             block = next_block(want, self.poll_timeout)
             if block is None:
                 return 0
-            if not columns_done(self, block.payloads, None, block):
+            if not self._columns.take(self, block):
                 self._process_general(block.records())
             return len(block.payloads)
         records = source.next_batch(want, self.poll_timeout)
@@ -512,7 +522,7 @@ class Engine:
         return len(records)
 
     def _process(self, records: list[Record]) -> None:
-        if columns_wanted(self) and columns_done(self, [r.payload for r in records], records, None):
+        if self._columns.wanted(self) and self._columns.take(self, records):
             return
         self._process_general(records)
 

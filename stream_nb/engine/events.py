@@ -37,6 +37,7 @@ import orjson
 
 from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb.engine._json import is_wide, loads_exact
+from stream_nb.engine.settings import check_positive_int
 
 __all__ = ["REASONS", "Event", "EventDecoder", "dead_letter_record"]
 
@@ -144,8 +145,7 @@ class EventDecoder:
                 f"features, label, id and weight fields must differ, got {names!r}; "
                 "rename one of them"
             )
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-            raise ConfigError(f"max_bytes must be a positive integer, got {max_bytes!r}")
+        check_positive_int("max_bytes", max_bytes)
         self.shape = shape
         self.features_field = features_field
         self.label_field = label_field
@@ -182,7 +182,7 @@ class EventDecoder:
         InvalidEventError
             With ``reason`` in :data:`REASONS`.
         """
-        event = self._validate(self.loads(payload), True)
+        event = self.validate(self.loads(payload), True)
         if type(event[1]) is float or type(event[2]) is float:
             return self.exact(payload, event)
         return event
@@ -201,18 +201,31 @@ class EventDecoder:
         1180591620717411303424
         """
         if is_wide(event[1]) or is_wide(event[2]):
-            return self._validate(loads_exact(payload), True)
+            return self.validate(loads_exact(payload), True)
         return event if type(event) is Event else _new_event(Event, tuple(event))
 
-    def validate(self, obj: Any) -> Event:
+    def validate(self, obj: Any, from_json: bool = False) -> Event:
         """Validate an already parsed JSON value (takes ownership of it).
 
-        Unlike :meth:`decode`, this also checks that floats are finite (orjson
-        never produces NaN or infinities, Python objects may hold them).
-        """
-        return self._validate(obj, False)
+        Parameters
+        ----------
+        obj
+            The parsed value; its label, id, weight and (nested) features
+            fields are popped.
+        from_json
+            ``True`` when ``obj`` is what ``orjson.loads`` returned: orjson never
+            produces NaN or infinities, so floats are not checked for them
+            (otherwise they are; Python objects may hold them).
 
-    def _validate(self, obj: Any, from_json: bool) -> Event:
+        Examples
+        --------
+        >>> EventDecoder().validate({"x": {"a": 1}, "y": "cat", "w": 2})
+        Event(x={'a': 1}, y='cat', id=None, w=2.0)
+        >>> EventDecoder().validate({"x": {"a": float("nan")}})
+        Traceback (most recent call last):
+        ...
+        stream_nb._exceptions.InvalidEventError: feature 'a' must be finite, got nan
+        """
         if type(obj) is not dict:
             raise InvalidEventError(
                 f"event must be a JSON object, got {type(obj).__name__}", reason="not_object"

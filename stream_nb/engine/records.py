@@ -1,18 +1,58 @@
-"""Pieces of prediction and dead-letter records: top-k, true-label log-probabilities, reasons."""
+"""Pieces of prediction and dead-letter records: their encoding state, top-k,
+true-label log-probabilities, reasons."""
 
 from __future__ import annotations
 
 import heapq
 import operator
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import (
-    InvalidEventError,
-)
+from stream_nb._exceptions import InvalidEventError
 from stream_nb.connectors.base import Record
+from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.events import REASONS
+from stream_nb.engine.settings import _OPT_NON_STR
+
+
+class OutputState:
+    """What every processing path learns about the prediction records it writes.
+
+    One object per engine, shared by its paths; the hot loops bind
+    :attr:`option` locally and call :meth:`widen` only when ``orjson``
+    refuses a record.
+
+    Attributes
+    ----------
+    option
+        The ``orjson.dumps`` option of prediction records: ``0`` until a
+        record holds a class label that is not a string as a log-probability
+        key (or an integer beyond 64 bits), then ``OPT_NON_STR_KEYS`` for good.
+    classes
+        The number of classes in the newest prediction; the engine sizes
+        its next batch by it (and checkpoints it).
+
+    Examples
+    --------
+    >>> state = OutputState()
+    >>> state.widen({"log_proba": {1: -0.5}}), state.option == _OPT_NON_STR
+    (b'{"log_proba":{"1":-0.5}}', True)
+    """
+
+    __slots__ = ("classes", "option")
+
+    def __init__(self) -> None:
+        self.option = 0
+        self.classes = 0
+
+    def widen(self, record: Any) -> bytes:
+        """``record`` encoded after ``orjson.dumps`` refused it with :attr:`option`:
+        switch to ``OPT_NON_STR_KEYS`` for good and encode it exactly (integers
+        beyond 64 bits as their digits)."""
+        self.option = _OPT_NON_STR
+        return dumps_exact(record, option=_OPT_NON_STR)
 
 
 def _top(log_proba: dict[Hashable, float], k: int) -> dict[Hashable, float]:

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stream_nb._exceptions import (
-    CheckpointError,
-    CorruptCheckpointError,
-)
+from stream_nb._exceptions import CheckpointError, CorruptCheckpointError
 from stream_nb.base import STATE_VERSION as LEARNER_STATE_VERSION
 from stream_nb.base import Learner
 from stream_nb.connectors.base import Sink
-from stream_nb.engine.checkpoint import (
-    check_version,
-)
+from stream_nb.engine.checkpoint import check_version
 from stream_nb.engine.delayed import DelayedLabelCache
-from stream_nb.engine.settings import (
-    _STATE_ERRORS,
-    ENGINE_STATE_FORMAT,
-    _log,
-)
+from stream_nb.engine.settings import _STATE_ERRORS, ENGINE_STATE_FORMAT, _log
 from stream_nb.evaluation import STATE_VERSION as EVALUATOR_VERSION
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
 
 
-from dataclasses import dataclass
-
-
 @dataclass
-class _Restored:
-    """A snapshot's content, validated and rebuilt, not applied yet."""
+class Restored:
+    """A snapshot's content, validated and rebuilt, not applied yet (the engine
+    applies it to itself, see :meth:`Engine.restore <stream_nb.engine.Engine.restore>`).
+
+    ``columns`` is the column path's ``[misses, skip]``, ``classes`` the class
+    count that sizes batches.
+    """
 
     learner: Learner
     evaluator: Any
@@ -66,7 +61,7 @@ def _existing_output(sink: Sink) -> str | None:
     return None if existing is None else existing()
 
 
-def validated(engine: Engine, name: str, body: dict[str, Any]) -> _Restored:
+def validated(engine: Engine, name: str, body: dict[str, Any]) -> Restored:
     """Rebuild a snapshot's content without applying it (``name`` prefixes messages).
 
     Raises
@@ -126,7 +121,7 @@ def validated(engine: Engine, name: str, body: dict[str, Any]) -> _Restored:
     columns = counters.get("columns", [0, 0])
     if not isinstance(columns, list) or len(columns) != 2:
         raise CorruptCheckpointError(f"{name}: counters.columns must be [misses, skip]")
-    return _Restored(
+    return Restored(
         learner=learner,
         evaluator=evaluator,
         delayed=delayed,
@@ -142,36 +137,16 @@ def validated(engine: Engine, name: str, body: dict[str, Any]) -> _Restored:
     )
 
 
-def restore_engine(engine: Engine) -> bool:
-    """Restore the newest valid snapshot; ``False`` when there is none (a new model).
-
-    Walks the snapshots newest first. One that fails validation (its
-    checksum, its engine format, its learner, evaluator or cache state, a
-    missing ``source``) is moved aside as ``<name>.rejected`` with a
-    warning saying why, and the next older one is tried. The valid one
-    restores the model, evaluator, delayed-label cache, counters and extra
-    state; the source seeks to its position (when seekable) and the sinks
-    are truncated back to theirs.
-
-    A new model is accepted only when it cannot lose anything: with no
-    snapshot file at all and sinks that hold no output yet. Otherwise
-    (every snapshot invalid, or output without a snapshot) it refuses
-    unless ``reset_state`` is set, which moves the invalid snapshots aside
-    and truncates the sinks' earlier output (:meth:`Sink.discard`).
-
-    Raises
-    ------
-    CheckpointError
-        If it refuses to start over, or a valid snapshot cannot be applied
-        (another learner class, a source or sink that cannot go back to
-        its position).
-    """
-    if engine.checkpointer is None:
-        return False
+def newest_valid(engine: Engine) -> tuple[str, dict[str, Any], Restored] | None:
+    """The newest valid snapshot's id, body and content, with the invalid newer ones
+    moved aside; ``None`` when there is none, after :func:`start_over` accepted a new
+    model (see :meth:`Engine.restore <stream_nb.engine.Engine.restore>`)."""
     checkpointer = engine.checkpointer
+    if checkpointer is None:
+        return None
     checkpointer.clean_temporary()
     invalid: list[tuple[Path, str]] = []
-    found: tuple[str, dict[str, Any], _Restored] | None = None
+    found: tuple[str, dict[str, Any], Restored] | None = None
     for snapshot_id, path in checkpointer.snapshots():
         try:
             body = checkpointer.read(path)
@@ -183,42 +158,43 @@ def restore_engine(engine: Engine) -> bool:
         break
     if found is None:
         start_over(engine, invalid)
-        return False
+        return None
     for path, reason in invalid:
         checkpointer.reject(path, reason)
-    snapshot_id, body, restored = found
     if invalid:
         _log.warning(
             "restoring the older snapshot %s: %d newer one(s) were invalid",
-            snapshot_id,
+            found[0],
             len(invalid),
         )
-    engine.learner = restored.learner
-    engine.evaluator = restored.evaluator
-    engine.delayed = restored.delayed
-    engine.consumed, engine.predictions = restored.consumed, restored.predictions
-    engine.outcomes, engine.rejected = restored.outcomes, restored.rejected
-    engine._columns_misses, engine._columns_skip = restored.columns
-    engine._classes = restored.classes
+    return found
+
+
+def rewind(engine: Engine, body: dict[str, Any]) -> None:
+    """Seek the source (when seekable) and truncate the sinks back to a snapshot's positions."""
     if body.get("source") is not None and engine.source.seekable:
         engine.source.seek(body["source"])
     if body.get("sink") is not None:
         engine.sink.truncate(body["sink"])
     if engine.dead_letters is not None and body.get("dead_letters") is not None:
         engine.dead_letters.truncate(body["dead_letters"])
-    extra = body.get("extra") or {}
-    for name, consume in engine._extra_consumers.items():
-        if name in extra:
-            consume(extra[name])
-    engine._restored_from = snapshot_id
-    engine._last_snapshot = snapshot_id
-    _log.info(
-        "restored snapshot %s: %d events learned, source at %s",
-        snapshot_id,
-        engine.learner.n_learned,
-        body.get("source"),
-    )
-    return True
+
+
+def snapshot_time(body: dict[str, Any]) -> float | None:
+    """When a snapshot was written (its ``created`` Unix time), or ``None`` when it does
+    not say (it is informational: a snapshot is never rejected for it).
+
+    Examples
+    --------
+    >>> snapshot_time({"created": 1700000000.25}), snapshot_time({"created": "yesterday"})
+    (1700000000.25, None)
+    """
+    created = body.get("created")
+    if isinstance(created, bool) or not isinstance(created, (int, float)):
+        return None
+    if not (created > 0 and math.isfinite(created)):
+        return None
+    return float(created)
 
 
 def start_over(engine: Engine, invalid: list[tuple[Path, str]]) -> None:

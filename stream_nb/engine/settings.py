@@ -10,9 +10,8 @@ from typing import Any
 
 import orjson
 
-from stream_nb._exceptions import (
-    StreamNBError,
-)
+from stream_nb._exceptions import ConfigError, StreamNBError
+from stream_nb._state import STATE_ERRORS
 
 _log = logging.getLogger("stream_nb.engine")
 
@@ -76,16 +75,25 @@ _EVALUATOR_MATRIX_CLASSES = 64
 
 #: Errors a malformed state can raise from a ``from_state`` that does not map them all
 #: to ModelStateError; at restore each makes the snapshot invalid, never the daemon stop.
-_STATE_ERRORS = (
-    StreamNBError,
-    KeyError,
-    TypeError,
-    ValueError,
-    ArithmeticError,
-    AttributeError,
-    IndexError,
-    RecursionError,
-)
+_STATE_ERRORS: tuple[type[Exception], ...] = (StreamNBError, *STATE_ERRORS)
+
+
+def check_positive_int(name: str, value: object, *, optional: bool = False) -> None:
+    """Raise :class:`~stream_nb.ConfigError` unless ``value`` is a positive ``int``
+    (or ``None``, when ``optional``).
+
+    Examples
+    --------
+    >>> check_positive_int("batch_size", 0)
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: batch_size must be a positive integer, got 0
+    """
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        expected = "a positive integer or None" if optional else "a positive integer"
+        raise ConfigError(f"{name} must be {expected}, got {value!r}")
 
 
 class ErrorPolicy(enum.Enum):

@@ -129,7 +129,7 @@ def learn_label_only(
     if pending is None:
         if delayed is None:
             tally.rejected += 1
-            engine._reject(
+            engine.reject(
                 record,
                 "missing_features",
                 "label-only event but delayed labels are disabled; "
@@ -143,6 +143,6 @@ def learn_label_only(
         engine.learner.learn_one(pending.x, y, pending.w)
     except (InvalidEventError, TypeError, ValueError) as exc:
         tally.rejected += 1
-        engine._reject(record, _reason(exc, "learn_error"), str(exc))
+        engine.reject(record, _reason(exc, "learn_error"), str(exc))
         return
     tally.matched += 1

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the streaming engine and the /metrics, /healthz, /readyz server.
+"""Prometheus metrics of the streaming engine (served by :mod:`stream_nb.engine.server`).
 
 :class:`EngineMetrics` owns every metric on its own ``CollectorRegistry``
 (plus prometheus-client's process, platform and garbage-collector
@@ -10,54 +10,16 @@ of events chosen by the engine, so the metrics cost nothing per event.
 Names follow the Prometheus conventions: prefix ``stream_nb_``, base units
 (seconds, bytes), counters end in ``_total``. Label values come from small
 fixed sets (:data:`OUTCOMES`, :data:`DEAD_LETTER_REASONS`, :data:`STAGES`,
-:data:`CHECKPOINT_RESULTS`, :data:`VIEWS`), validated on every call, so a
-feature name or a label value can never become a label and the number of
+:data:`CHECKPOINT_RESULTS`, :data:`CHECKPOINT_FAILURE_REASONS`,
+:data:`VIEWS`), validated on every call (:mod:`stream_nb.engine.metric_values`),
+so a feature name or a label value can never become a label and the number of
 series is bounded. Every series of those sets exists (at 0) from the start,
-so dashboards and ``rate()`` see them before the first event.
+so dashboards and ``rate()`` see them before the first event. The gauges read
+at scrape time are in :mod:`stream_nb.engine.scrape`.
 
-Exposed metrics
----------------
-===============================================  =========  ===================
-name                                             type       labels
-===============================================  =========  ===================
-stream_nb_events_consumed_total                  counter
-stream_nb_events_processed_total                 counter    outcome
-stream_nb_dead_letters_total                     counter    reason
-stream_nb_predictions_emitted_total              counter
-stream_nb_batches_total                          counter
-stream_nb_batch_duration_seconds                 histogram
-stream_nb_event_latency_seconds                  histogram
-stream_nb_stage_latency_seconds                  histogram  stage
-stream_nb_stage_seconds_total                    counter    stage
-stream_nb_last_event_timestamp_seconds           gauge
-stream_nb_last_processed_timestamp_seconds       gauge
-stream_nb_prequential_evaluated_total            counter
-stream_nb_prequential_correct_total              counter
-stream_nb_prequential_accuracy_ratio             gauge      view
-stream_nb_prequential_log_loss                   gauge      view
-stream_nb_prequential_kappa                      gauge      view, statistic
-stream_nb_prequential_macro_f1_ratio             gauge      view
-stream_nb_prequential_cost                       gauge      view
-stream_nb_model_classes                          gauge
-stream_nb_model_features                         gauge
-stream_nb_model_stored_counts                    gauge
-stream_nb_model_size_bytes                       gauge
-stream_nb_checkpoints_total                      counter    result
-stream_nb_checkpoint_failures_total              counter    reason
-stream_nb_checkpoint_duration_seconds            histogram
-stream_nb_checkpoint_last_success_timestamp_seconds  gauge
-stream_nb_delayed_label_cache_entries            gauge
-stream_nb_delayed_label_evictions_total          counter
-stream_nb_build_info                             gauge      version, learner
-===============================================  =========  ===================
-
-``reason`` of a checkpoint failure is one of :data:`CHECKPOINT_FAILURE_REASONS`:
-``sink`` (flushing the output failed), ``invalid_state`` (the snapshot would
-not restore, so it was not written) or ``io`` (writing it failed, e.g. a full
-disk). ``view`` is ``cumulative``, ``window`` or ``fading`` (see
-:mod:`stream_nb.evaluation`); a metric that is undefined (for instance kappa
-before any event) is exported as NaN. ``statistic`` is ``cohen``, ``m`` or
-``temporal``. The log loss is in nats.
+The metrics, their types, labels and meaning are listed once, in
+``docs/evaluation.md`` (section "Prometheus metrics and health"); a test
+checks that list against the registry.
 """
 
 from __future__ import annotations
@@ -65,7 +27,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
@@ -79,6 +41,15 @@ from prometheus_client import (
 )
 
 from stream_nb._exceptions import ConfigError
+from stream_nb.engine.metric_values import (
+    NAN,
+    check_count,
+    check_label,
+    check_seconds,
+    check_unix_time,
+    gauge_value,
+)
+from stream_nb.engine.scrape import ScrapeTimeGauges
 
 if TYPE_CHECKING:
     from stream_nb.evaluation import PrequentialEvaluator
@@ -176,38 +147,6 @@ _MODEL_SIZE_KEYS = ("classes", "features", "stored_counts", "bytes")
 
 
 _KAPPAS = (("kappa", "cohen"), ("kappa_m", "m"), ("kappa_t", "temporal"))
-
-
-_NAN = math.nan
-
-
-def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
-    if value not in allowed:
-        raise ConfigError(
-            f"unknown {what} {value!r}; metric labels must be bounded, use one of "
-            f"{', '.join(allowed)} (or add it to stream_nb.engine.telemetry)"
-        )
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a non-negative integer count, got {value!r}")
-    return value
-
-
-def _seconds(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value >= 0 and math.isfinite(value))
-    ):
-        raise ConfigError(f"{name} must be a non-negative, finite number of seconds, got {value!r}")
-    return float(value)
-
-
-def _gauge_value(value: Any) -> float:
-    """A report value as a gauge value: ``None`` (undefined) becomes NaN."""
-    return _NAN if value is None else float(value)
 
 
 class EngineMetrics:
@@ -364,7 +303,7 @@ class EngineMetrics:
                 for key, statistic in _KAPPAS
             ]
             for child, _key in children:
-                child.set(_NAN)
+                child.set(NAN)
             self._view_gauges.append((view, children))
         self._model = {
             "classes": Gauge("stream_nb_model_classes", "Classes learned.", registry=r),
@@ -401,7 +340,15 @@ class EngineMetrics:
         )
         self._checkpoint_last = Gauge(
             "stream_nb_checkpoint_last_success_timestamp_seconds",
-            "Unix time of the last successful checkpoint (0 before any).",
+            "Unix time of the last successful checkpoint, or of the snapshot restored at "
+            "start (0 before any).",
+            registry=r,
+        )
+        self._last_success = 0.0
+        self._checkpoint_interval = Gauge(
+            "stream_nb_checkpoint_interval_seconds",
+            "Configured seconds between checkpoints (--checkpoint-interval); 0 without "
+            "checkpoints or with count-based ones only.",
             registry=r,
         )
         self._delayed_size = Gauge(
@@ -421,6 +368,8 @@ class EngineMetrics:
             registry=r,
         )
         self._build_lock = threading.Lock()
+        self._scraped = ScrapeTimeGauges()
+        r.register(self._scraped)
 
     # ------------------------------------------------------------------ per batch
     def record_batch(
@@ -459,15 +408,15 @@ class EngineMetrics:
         ConfigError
             For an unknown outcome or stage, or a negative count or duration.
         """
-        consumed = _count(consumed, "consumed")
-        _count(predictions, "predictions")
-        seconds = _seconds(seconds, "seconds")
+        consumed = check_count(consumed, "consumed")
+        check_count(predictions, "predictions")
+        seconds = check_seconds(seconds, "seconds")
         for outcome, count in outcomes.items():
-            _check(outcome, OUTCOMES, "outcome")
-            _count(count, f"outcomes[{outcome!r}]")
+            check_label(outcome, OUTCOMES, "outcome")
+            check_count(count, f"outcomes[{outcome!r}]")
         for stage, value in stage_seconds.items():
-            _check(stage, STAGES, "stage")
-            _seconds(value, f"stage_seconds[{stage!r}]")
+            check_label(stage, STAGES, "stage")
+            check_seconds(value, f"stage_seconds[{stage!r}]")
         if last_event_timestamp is not None and (
             isinstance(last_event_timestamp, bool)
             or not isinstance(last_event_timestamp, (int, float))
@@ -500,11 +449,11 @@ class EngineMetrics:
         so the histogram shows the latency distribution without a clock read
         and an observation for every event.
         """
-        self._event_latency.observe(_seconds(seconds, "seconds"))
+        self._event_latency.observe(check_seconds(seconds, "seconds"))
 
     def record_dead_letter(self, reason: str) -> None:
         """Count one rejected event by reason (one of :data:`DEAD_LETTER_REASONS`)."""
-        _check(reason, DEAD_LETTER_REASONS, "dead-letter reason")
+        check_label(reason, DEAD_LETTER_REASONS, "dead-letter reason")
         self._reasons[reason].inc()
 
     # ------------------------------------------------------------------ evaluation
@@ -528,40 +477,105 @@ class EngineMetrics:
         for view, children in self._view_gauges:
             values = report[view]
             for child, key in children:
-                child.set(_gauge_value(values.get(key)))
+                child.set(gauge_value(values.get(key)))
 
     # ------------------------------------------------------------------ model, checkpoints
     def record_model_size(self, size: Mapping[str, int]) -> None:
         """Publish :meth:`stream_nb.Learner.model_size` (``classes``, ``features``,
         ``stored_counts``, ``bytes``; keys left out keep their value)."""
         for key, value in size.items():
-            _check(key, _MODEL_SIZE_KEYS, "model size key")
-            self._model[key].set(_count(value, f"size[{key!r}]"))
+            check_label(key, _MODEL_SIZE_KEYS, "model size key")
+            self._model[key].set(check_count(value, f"size[{key!r}]"))
 
     def record_checkpoint(self, *, result: str, seconds: float, reason: str | None = None) -> None:
         """Count one checkpoint attempt (``result`` in :data:`CHECKPOINT_RESULTS`)
         and its duration; a success also sets the last-success timestamp, a
         failure with a ``reason`` (one of :data:`CHECKPOINT_FAILURE_REASONS`)
         counts in ``stream_nb_checkpoint_failures_total``."""
-        _check(result, CHECKPOINT_RESULTS, "checkpoint result")
+        check_label(result, CHECKPOINT_RESULTS, "checkpoint result")
         if reason is not None:
-            _check(reason, CHECKPOINT_FAILURE_REASONS, "checkpoint failure reason")
-        seconds = _seconds(seconds, "seconds")
+            check_label(reason, CHECKPOINT_FAILURE_REASONS, "checkpoint failure reason")
+        seconds = check_seconds(seconds, "seconds")
         self._checkpoint_results[result].inc()
         if reason is not None and result == "failure":
             self._checkpoint_failure_reasons[reason].inc()
         self._checkpoint_seconds.observe(seconds)
         if result == "success":
-            self._checkpoint_last.set(time.time())
+            self._last_success = time.time()
+            self._checkpoint_last.set(self._last_success)
+
+    def record_restored_checkpoint(self, created: float) -> None:
+        """The engine restored a snapshot written at ``created`` (Unix time).
+
+        That snapshot is the last successful checkpoint until the next one, so
+        the checkpoint age is right from the start of a process (instead of
+        undefined until its first checkpoint). A time older than the last
+        success already recorded is ignored.
+
+        Examples
+        --------
+        >>> metrics = EngineMetrics()
+        >>> metrics.record_restored_checkpoint(1_700_000_000.5)
+        >>> metrics.registry.get_sample_value(
+        ...     "stream_nb_checkpoint_last_success_timestamp_seconds")
+        1700000000.5
+        """
+        created = check_unix_time(created, "created")
+        if created > self._last_success:
+            self._last_success = created
+            self._checkpoint_last.set(created)
+
+    def set_checkpoint_interval(self, seconds: float | None) -> None:
+        """Publish the configured seconds between checkpoints (``None`` or 0: checkpoints
+        are off, or count-based only), so an alert can scale with it."""
+        self._checkpoint_interval.set(0.0 if seconds is None else check_seconds(seconds, "seconds"))
 
     def record_delayed_label_cache(self, *, size: int, evicted: int) -> None:
         """Publish the delayed-label cache: ``size`` is the number of entries
         now; ``evicted`` the number evicted *since the previous call* (a delta,
         like the per-batch counts of :meth:`record_batch`)."""
-        self._delayed_size.set(_count(size, "size"))
-        evicted = _count(evicted, "evicted")
+        self._delayed_size.set(check_count(size, "size"))
+        evicted = check_count(evicted, "evicted")
         if evicted:
             self._delayed_evicted.inc(evicted)
+
+    def watch(
+        self,
+        *,
+        ready: Callable[[], bool] | None = None,
+        progress_age: Callable[[], float] | None = None,
+        backlog_bytes: Callable[[], int | None] | None = None,
+    ) -> None:
+        """Callbacks read at every scrape, from the HTTP server's thread (keep them cheap
+        and thread-safe; an argument left out keeps its earlier callback).
+
+        Parameters
+        ----------
+        ready
+            ``stream_nb_ready``: 1 while it returns true, else 0 (0 if it raises).
+        progress_age
+            ``stream_nb_progress_age_seconds``: seconds since the processing loop
+            last completed an iteration.
+        backlog_bytes
+            ``stream_nb_source_backlog_bytes``: bytes the source has not handed out,
+            or ``None`` when it cannot tell (then there is no sample).
+
+        Examples
+        --------
+        >>> metrics = EngineMetrics()
+        >>> metrics.watch(ready=lambda: False, progress_age=lambda: 2.5)
+        >>> value = metrics.registry.get_sample_value
+        >>> value("stream_nb_ready"), value("stream_nb_progress_age_seconds")
+        (0.0, 2.5)
+        >>> value("stream_nb_source_backlog_bytes") is None
+        True
+        """
+        if ready is not None:
+            self._scraped.ready = ready
+        if progress_age is not None:
+            self._scraped.progress_age = progress_age
+        if backlog_bytes is not None:
+            self._scraped.backlog_bytes = backlog_bytes
 
     def set_build_info(self, *, version: str, learner: str) -> None:
         """Set ``stream_nb_build_info{version, learner} 1`` (replaces a previous call)."""

@@ -7,8 +7,8 @@ keeps three views of the same sequence of ``(truth, prediction, log P)``:
 ``cumulative``
     every event since the start, weight 1 each;
 ``window``
-    the last ``window`` events (a deque; the oldest is subtracted when a new
-    one enters);
+    the last ``window`` events (a ring buffer; the oldest is subtracted when a
+    new one enters);
 ``fading``
     every event, the ``k``-th most recent one weighted ``λ^k``: Gama,
     Sebastião & Rodrigues (2013), "On evaluating stream learning algorithms",
@@ -93,13 +93,23 @@ sum is added in the per-event order. :meth:`report` costs O(K log K)
 plus O(cells log cells) for the confusion matrix (classes and cells are
 sorted into the order the stream first showed them, which does not depend on
 how the stream was fed).
+
+Modules
+-------
+``prequential``  :class:`PrequentialEvaluator`, the public face
+``scoreboard``   what it counts (label codes, views, window events, fading scale)
+                 and the per-event update
+``batch``        the vectorised update of a batch, bit for bit the per-event one
+``kernels``      the numpy kernels of ``batch``
+``views``        one view's statistics and metrics; the window's ring buffer
+``state``        the scoreboard as plain data, and its validated load
+``decision``     loss matrices and :func:`bayes_risk_decision`
 """
 
 from stream_nb.evaluation.decision import LOG_LOSS_FLOOR, LossMatrix, bayes_risk_decision
 from stream_nb.evaluation.kernels import MIN_BATCH
-from stream_nb.evaluation.prequential import _DEFER_EVENTS, PrequentialEvaluator
+from stream_nb.evaluation.prequential import PrequentialEvaluator
 from stream_nb.evaluation.state import STATE_FORMAT, STATE_VERSION
-from stream_nb.evaluation.views import _RENORMALISE_BELOW
 
 __all__ = [
     "LOG_LOSS_FLOOR",
@@ -110,6 +120,3 @@ __all__ = [
     "PrequentialEvaluator",
     "bayes_risk_decision",
 ]
-
-# (re-exported for the tests and the engine)
-_ = (_DEFER_EVENTS, _RENORMALISE_BELOW)

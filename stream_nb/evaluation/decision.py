@@ -24,7 +24,7 @@ LOG_LOSS_FLOOR = 1e-15
 LossMatrix = Mapping[Any, Mapping[Any, float]]
 
 
-def _check_loss_matrix(
+def check_loss_matrix(
     loss_matrix: Any,
 ) -> dict[Hashable, dict[Hashable, float]] | None:
     """Validate ``loss_matrix[predicted][true] -> finite cost`` and copy it."""
@@ -57,7 +57,7 @@ def _check_loss_matrix(
     return out
 
 
-def _cost(loss_matrix: LossMatrix, i: Any, j: Any) -> float:
+def decision_cost(loss_matrix: LossMatrix, i: Any, j: Any) -> float:
     """``λ(i, j)``; an entry missing from the matrix defaults to the 0-1 loss."""
     row = loss_matrix.get(i)
     if row is not None:
@@ -112,7 +112,7 @@ def bayes_risk_decision(
     for i in candidates:
         risk = 0.0
         for j, p in proba:
-            risk += _cost(loss_matrix, i, j) * p
+            risk += decision_cost(loss_matrix, i, j) * p
         if risk < best_risk:
             best, best_risk = i, risk
     return best

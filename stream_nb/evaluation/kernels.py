@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from stream_nb.evaluation.views import _LOG_FLOOR, _MAX_LOSS
+from stream_nb.evaluation.views import LOG_FLOOR, MAX_LOSS
 
 #: From this many events on, :meth:`PrequentialEvaluator.update_many` and
 #: :meth:`PrequentialEvaluator.update_arrays` take the vectorised path. Below
@@ -22,7 +22,7 @@ MIN_BATCH = 32
 #: Above this many distinct true labels (or twice as many distinct
 #: predictions, ``None`` included) batches run the per-event path, so the
 #: vectorised path's events × classes matrices stay small.
-_MAX_BATCH_CLASSES = 64
+MAX_BATCH_CLASSES = 64
 
 
 def _vector(counts: Mapping[Any, float], order: Mapping[Any, int], k: int, dtype: Any) -> Any:
@@ -33,7 +33,7 @@ def _vector(counts: Mapping[Any, float], order: Mapping[Any, int], k: int, dtype
     return out
 
 
-def _add_counts(d: dict[Any, Any], key: Callable[[int], Any], delta: Any) -> None:
+def add_counts(d: dict[Any, Any], key: Callable[[int], Any], delta: Any) -> None:
     """``d[key(j)] += delta[j]`` for the nonzero entries, dropping counts that reach 0."""
     if len(delta) <= 16:
         pairs: Any = enumerate(delta.tolist())
@@ -50,17 +50,15 @@ def _add_counts(d: dict[Any, Any], key: Callable[[int], Any], delta: Any) -> Non
                 del d[k]
 
 
-def _losses(log_p_true: Any) -> Any:
+def losses(log_p_true: Any) -> Any:
     """Per-event log loss from ``log P(y | x)`` (NaN: label absent), as in ``update``:
     the floor's loss below it (or NaN), 0.0 from 0 up, else ``-log P``."""
     # (comparisons with NaN raise no floating-point warning)
-    return np.where(
-        log_p_true >= 0.0, 0.0, np.where(log_p_true > _LOG_FLOOR, -log_p_true, _MAX_LOSS)
-    )
+    return np.where(log_p_true >= 0.0, 0.0, np.where(log_p_true > LOG_FLOOR, -log_p_true, MAX_LOSS))
 
 
-def _class_prefix(tc: Any, k: int) -> Any:
-    """Prefix sums of a batch's class counts, for :func:`_majorities`: with at most
+def class_prefix(tc: Any, k: int) -> Any:
+    """Prefix sums of a batch's class counts, for :func:`majorities`: with at most
     two classes, of ``[class 1] - [class 0]``; else of the one-hot counts (B × K)."""
     if k <= 2:
         return np.cumsum(2 * tc - 1)
@@ -69,14 +67,14 @@ def _class_prefix(tc: Any, k: int) -> Any:
     return np.cumsum(counts, axis=0, out=counts)
 
 
-def _majorities(
+def majorities(
     prefix: Any, k: int, totals: Mapping[Any, float], order: Mapping[Any, int], gone: Any
 ) -> Any:
     """The majority class's code after each event of a batch.
 
     The argmax, first (lowest code) on ties, of the class ``totals`` at the
     batch start plus the batch's events up to ``i`` (``prefix``, from
-    :func:`_class_prefix`), minus the window's evicted events ``gone`` up to
+    :func:`class_prefix`), minus the window's evicted events ``gone`` up to
     ``i - (len(prefix) - len(gone))`` (the window's event ``i`` enters as the
     evicted event of that index leaves). With at most two classes: whether
     ``c_1 > c_0``, on the difference of the totals.
@@ -99,16 +97,16 @@ def _majorities(
     return counts.argmax(axis=1)
 
 
-#: Bin numbers of _fading_run's bincount: 6 sums, ≤ 2 K predictions, ≤ 2 K² cells.
-_BINS = np.arange(6 + 2 * _MAX_BATCH_CLASSES * (1 + _MAX_BATCH_CLASSES))
+#: Bin numbers of the bincount of batch.fading_run: 6 sums, ≤ 2 K predictions, ≤ 2 K² cells.
+BINS = np.arange(6 + 2 * MAX_BATCH_CLASSES * (1 + MAX_BATCH_CLASSES))
 
 
-def _running_sum(value: float, terms: Any) -> float:
+def running_sum(value: float, terms: Any) -> float:
     """``((value + terms[0]) + terms[1]) + ...``: the per-event order of additions."""
     return float(np.cumsum(np.concatenate(([value], terms)))[-1])
 
 
-def _interleaved_sum(value: float, plain: Any, removed: Any, added: Any) -> float:
+def interleaved_sum(value: float, plain: Any, removed: Any, added: Any) -> float:
     """``value + plain[0] + ... - removed[0] + added[0] - removed[1] + added[1] ...``,
     added in that order (``x - y`` is ``x + (-y)`` in IEEE arithmetic)."""
     terms = np.empty(1 + len(plain) + 2 * len(removed))
@@ -120,10 +118,11 @@ def _interleaved_sum(value: float, plain: Any, removed: Any, added: Any) -> floa
     return float(np.cumsum(terms)[-1])
 
 
-def _replay_majority(
+def replay_majority(
     totals: list[float], majority: int, tc: list[int], w: list[float]
 ) -> tuple[list[bool], int]:
-    """The per-event majority rule of :meth:`_View.add` on codes, event by event."""
+    """The per-event majority rule of :meth:`View.add
+    <stream_nb.evaluation.views.View.add>` on codes, event by event."""
     hits = []
     for t, weight in zip(tc, w, strict=True):
         count = totals[t] + weight
@@ -136,7 +135,7 @@ def _replay_majority(
     return hits, majority
 
 
-def _lookup(table: Mapping[Any, int], values: Sequence[Any]) -> tuple[Any, list[Any] | None]:
+def lookup(table: Mapping[Any, int], values: Sequence[Any]) -> tuple[Any, list[Any] | None]:
     """Codes of ``values`` in ``table``: ``(array, None)`` when all are known, else
     ``(None, list with None for the unknown ones)``. Changes nothing; raises
     ``TypeError`` for an unhashable value."""
@@ -146,7 +145,7 @@ def _lookup(table: Mapping[Any, int], values: Sequence[Any]) -> tuple[Any, list[
         return None, list(map(table.get, values))
 
 
-def _register(
+def register(
     table: dict[Any, int], labels: list[Any], values: Sequence[Any], codes: list[Any] | None
 ) -> None:
     """Give the unknown ``values`` (``None`` in ``codes``) codes, in order of appearance."""

@@ -10,31 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError
-from stream_nb.evaluation.batch import score_arrays, update_batch
-from stream_nb.evaluation.decision import (
-    LossMatrix,
-    _check_loss_matrix,
-    _cost,
-)
-from stream_nb.evaluation.kernels import (
-    _MAX_BATCH_CLASSES,
-    MIN_BATCH,
-    _lookup,
-    _losses,
-    _register,
-)
-from stream_nb.evaluation.state import (
-    evaluator_from_state,
-    evaluator_to_state,
-)
-from stream_nb.evaluation.views import (
-    _LOG_FLOOR,
-    _MAX_LOSS,
-    _RENORMALISE_BELOW,
-    _Ring,
-    _View,
-)
+from stream_nb.evaluation.batch import BatchTables, score_arrays, score_mappings
+from stream_nb.evaluation.decision import LossMatrix
+from stream_nb.evaluation.kernels import MIN_BATCH
+from stream_nb.evaluation.scoreboard import Scoreboard
+from stream_nb.evaluation.state import scoreboard_from_state, scoreboard_to_state
+from stream_nb.evaluation.views import LOG_FLOOR, MAX_LOSS
 
 #: update_arrays scores queued batches together once this many events wait: one
 #: vectorised pass costs a few dozen numpy calls whatever its length, so longer
@@ -87,44 +68,10 @@ class PrequentialEvaluator:
         fading_factor: float = 0.999,
         loss_matrix: LossMatrix | None = None,
     ) -> None:
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ConfigError(f"window must be an integer ≥ 1 (events), got {window!r}")
-        if (
-            isinstance(fading_factor, bool)
-            or not isinstance(fading_factor, (int, float))
-            or not 0.0 < fading_factor <= 1.0
-        ):
-            raise ConfigError(
-                f"fading_factor must be in (0, 1], got {fading_factor!r}; "
-                "0.999 remembers about the last 1000 events"
-            )
-        self.window = window
-        self.fading_factor = lam = float(fading_factor)
-        self.loss_matrix = _check_loss_matrix(loss_matrix)
-        # true label -> code = index of first appearance (the majority's tie-break order)
-        self._order: dict[Any, int] = {}
-        self._tlabels: list[Any] = []  # code -> true label
-        self._pcode: dict[Any, int] = {}  # predicted label (None included) -> code
-        self._plabels: list[Any] = []  # code -> predicted label
-        self._has_last = False
-        self._last: Any = None
-        self._cumulative = _View()
-        self._window = _View()
-        self._ring = _Ring()
-        self._evictions = 0
-        self._fading = _View()
-        self._scale = 1.0
-        # The vectorised path handles the fading view in runs between two
-        # renormalisations; below λ ≈ 7.5e-4 a run is shorter than MIN_BATCH
-        # events, and batches run the per-event path.
-        self._batchable = lam**MIN_BATCH >= _RENORMALISE_BELOW
+        # the settings (checked) and every statistic
+        self._board = Scoreboard(window, fading_factor, loss_matrix)
         # caches of the batch path, derived from the labels (not part of the state)
-        self._tables_key = (-1, -1)
-        self._p2t: Any = None  # predicted code -> true code (-1: None or never true)
-        self._diagonal: Any = None  # confusion cells (t, p) with p the same label as t
-        self._diagonal_labels: list[Any] = []  # their true labels
-        self._index_template: Any = np.empty((0, 0), np.intp)  # _fading_run's bins
-        self._costs: Any = None  # [predicted code, true code] -> cost
+        self._tables = BatchTables()
         # update_arrays batches not scored yet (same labels), and their events: scored
         # together once _DEFER_EVENTS are waiting, or before anything reads or
         # changes the state, so nobody can tell (see update_arrays)
@@ -132,16 +79,31 @@ class PrequentialEvaluator:
         self._pending_events = 0
 
     @property
+    def window(self) -> int:
+        """Number of most recent events in the ``window`` view."""
+        return self._board.window_size
+
+    @property
+    def fading_factor(self) -> float:
+        """``λ`` of the ``fading`` view."""
+        return self._board.fading_factor
+
+    @property
+    def loss_matrix(self) -> dict[Hashable, dict[Hashable, float]] | None:
+        """The loss matrix as checked (a copy of the one given), or ``None``."""
+        return self._board.loss_matrix
+
+    @property
     def n(self) -> int:
         """Number of labelled events evaluated since the start."""
         self._flush()
-        return int(self._cumulative.n)
+        return int(self._board.cumulative.n)
 
     @property
     def n_correct(self) -> int:
         """Number of those whose prediction was right."""
         self._flush()
-        return int(self._cumulative.correct)
+        return int(self._board.cumulative.correct)
 
     def _flush(self) -> None:
         """Score the batches :meth:`update_arrays` queued (one vectorised pass)."""
@@ -151,13 +113,14 @@ class PrequentialEvaluator:
         self._pending = []
         self._pending_events = 0
         if len(pending) == 1:
-            score_arrays(self, *pending[0])
+            score_arrays(self._board, self._tables, *pending[0])
             return
         ys: list[Hashable] = []
         for batch in pending:
             ys.extend(batch[0])
         score_arrays(
-            self,
+            self._board,
+            self._tables,
             ys,
             pending[0][1],
             np.concatenate([batch[2] for batch in pending]),
@@ -183,76 +146,13 @@ class PrequentialEvaluator:
         self._flush()
         hash(y_pred)  # an unhashable prediction fails here, before any view changed
         lp = log_proba.get(y_true)
-        if lp is None or not lp > _LOG_FLOOR:  # also NaN
-            loss = _MAX_LOSS
+        if lp is None or not lp > LOG_FLOOR:  # also NaN
+            loss = MAX_LOSS
         elif lp >= 0.0:
             loss = 0.0
         else:
             loss = -lp
-        self._update_one(y_true, y_pred, loss)
-
-    def _update_one(self, y_true: Any, y_pred: Any, loss: float) -> None:
-        """The per-event path: :meth:`update` with the event's log loss computed."""
-        correct = y_pred is not None and y_pred == y_true
-        matrix = self.loss_matrix
-        cost = 0.0 if matrix is None else _cost(matrix, y_pred, y_true)
-        nochange_ok = self._has_last and self._last == y_true
-        order = self._order
-        tc = order.get(y_true)
-        if tc is None:
-            tc = order[y_true] = len(self._tlabels)
-            self._tlabels.append(y_true)
-        pc = self._pcode.get(y_pred)
-        if pc is None:
-            pc = self._pcode[y_pred] = len(self._plabels)
-            self._plabels.append(y_pred)
-
-        self._cumulative.add(y_true, y_pred, 1, correct, loss, cost, nochange_ok, order)
-
-        ring = self._ring
-        view = self._window
-        r_t, r_p, r_correct, r_loss, r_cost, r_nochange, r_majority = ring.views
-        if ring.end - ring.start == self.window:
-            s = ring.start
-            old = (
-                self._tlabels[r_t[s]], self._plabels[r_p[s]], r_correct[s], r_loss[s],
-                r_cost[s], r_nochange[s], r_majority[s],
-            )  # fmt: skip
-            ring.start = s + 1
-            view.remove(old)
-            if old[0] == view.majority:
-                view.find_majority(order)
-            self._evictions += 1
-            if self._evictions >= self.window:
-                self._resum_window()
-        majority_ok = view.add(y_true, y_pred, 1, correct, loss, cost, nochange_ok, order)
-        e = ring.end
-        if e == ring.capacity:
-            ring.reserve(1)
-            e = ring.end
-            r_t, r_p, r_correct, r_loss, r_cost, r_nochange, r_majority = ring.views
-        r_t[e] = tc
-        r_p[e] = pc
-        r_correct[e] = correct
-        r_loss[e] = loss
-        r_cost[e] = cost
-        r_nochange[e] = nochange_ok
-        r_majority[e] = majority_ok
-        ring.end = e + 1
-
-        lam = self.fading_factor
-        if lam != 1.0:
-            scale = self._scale * lam
-            if scale < _RENORMALISE_BELOW:
-                self._fading.rescale(scale)
-                scale = 1.0
-            self._scale = scale
-            self._fading.add(y_true, y_pred, 1.0 / scale, correct, loss, cost, nochange_ok, order)
-        else:
-            self._fading.add(y_true, y_pred, 1.0, correct, loss, cost, nochange_ok, order)
-
-        self._has_last = True
-        self._last = y_true
+        self._board.add(y_true, y_pred, loss)
 
     def update_many(
         self,
@@ -299,7 +199,7 @@ class PrequentialEvaluator:
                 f"update_many needs as many predictions and log-probabilities as labels, got "
                 f"{n}, {len(ys_pred)} and {len(log_probas)}"
             )
-        if n < MIN_BATCH or not self._batchable:
+        if n < MIN_BATCH or not self._board.batchable:
             for p in ys_pred:
                 hash(p)  # an unhashable prediction fails here, before any view changed
             for t in ys_true:
@@ -308,28 +208,7 @@ class PrequentialEvaluator:
             for t, p, lp in zip(ys_true, ys_pred, log_probas, strict=True):
                 update(t, p, lp)
             return
-        # codes first (TypeError for an unhashable label, before any change)
-        tc, t_codes = _lookup(self._order, ys_true)
-        pc, p_codes = _lookup(self._pcode, ys_pred)
-        try:  # log P(y_true); None (absent) becomes NaN
-            log_p = np.fromiter(map(dict.get, log_probas, ys_true), np.float64, n)  # type: ignore[arg-type]
-        except TypeError:  # not dicts: any mappings
-            log_p = np.array(
-                [d.get(t) for d, t in zip(log_probas, ys_true, strict=True)], np.float64
-            )
-        _register(self._order, self._tlabels, ys_true, t_codes)
-        _register(self._pcode, self._plabels, ys_pred, p_codes)
-        loss = _losses(log_p)
-        if len(self._tlabels) > _MAX_BATCH_CLASSES or len(self._plabels) > 2 * _MAX_BATCH_CLASSES:
-            update_one = self._update_one
-            for t, p, event_loss in zip(ys_true, ys_pred, loss.tolist(), strict=True):
-                update_one(t, p, event_loss)
-            return
-        if tc is None:
-            tc = np.array(t_codes, np.intp)
-        if pc is None:
-            pc = np.array(p_codes, np.intp)
-        update_batch(self, tc, pc, loss, ys_true[-1])
+        score_mappings(self._board, self._tables, ys_true, ys_pred, log_probas)
 
     def update_arrays(
         self,
@@ -451,40 +330,6 @@ class PrequentialEvaluator:
         if self._pending_events >= _DEFER_EVENTS:
             self._flush()
 
-    def _tables(self) -> tuple[Any, Any]:
-        """``(p2t, costs)`` for the current label codes, rebuilt when a label is added."""
-        key = (len(self._tlabels), len(self._plabels))
-        if key != self._tables_key:
-            order = self._order
-            p2t = self._p2t = np.array(
-                [-1 if p is None else order.get(p, -1) for p in self._plabels], np.intp
-            )
-            same = np.flatnonzero(p2t >= 0)
-            self._diagonal = p2t[same] * key[1] + same
-            self._diagonal_labels = [self._tlabels[t] for t in p2t[same].tolist()]
-            matrix = self.loss_matrix
-            if matrix is not None:
-                self._costs = np.array(
-                    [[_cost(matrix, p, t) for t in self._tlabels] for p in self._plabels],
-                    np.float64,
-                ).reshape(key[1], key[0])
-            self._tables_key = key
-        return self._p2t, self._costs
-
-    def _resum_window(self) -> None:
-        """Re-add the window's float sums from its events, so subtraction errors
-        never pile up.
-
-        numpy's pairwise sum (error ~1e-16 × log2(window) relative to the sum
-        of the terms): it depends on the values and their order only, so the
-        batch path, which re-sums the same events, gets the same bits.
-        """
-        self._evictions = 0
-        ring = self._ring
-        live = slice(ring.start, ring.end)
-        self._window.loss = float(ring.arrays[3][live].sum())
-        self._window.cost = float(ring.arrays[4][live].sum())
-
     def report(self, *, confusion: bool = True) -> dict[str, Any]:
         """All metrics of the three views.
 
@@ -505,12 +350,13 @@ class PrequentialEvaluator:
             emitted). Undefined metrics are ``None``. JSON-able.
         """
         self._flush()
-        with_cost = self.loss_matrix is not None
-        order, pcode = self._order, self._pcode
+        board = self._board
+        with_cost = board.loss_matrix is not None
+        order, pcode = board.true_codes, board.pred_codes
         return {
-            "cumulative": self._cumulative.summary(1.0, with_cost, confusion, order, pcode),
-            "window": self._window.summary(1.0, with_cost, confusion, order, pcode),
-            "fading": self._fading.summary(self._scale, with_cost, confusion, order, pcode),
+            "cumulative": board.cumulative.summary(1.0, with_cost, confusion, order, pcode),
+            "window": board.window.summary(1.0, with_cost, confusion, order, pcode),
+            "fading": board.fading.summary(board.scale, with_cost, confusion, order, pcode),
         }
 
     # ------------------------------------------------------------------ state
@@ -529,7 +375,8 @@ class PrequentialEvaluator:
         >>> copy.report() == ev.report()
         True
         """
-        return evaluator_to_state(self)
+        self._flush()
+        return scoreboard_to_state(self._board)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> PrequentialEvaluator:
@@ -540,4 +387,11 @@ class PrequentialEvaluator:
         ModelStateError
             If the state is malformed or of an unknown format or version.
         """
-        return evaluator_from_state(cls, state)
+        board = scoreboard_from_state(state)
+        evaluator = cls(
+            window=board.window_size,
+            fading_factor=board.fading_factor,
+            loss_matrix=board.loss_matrix,
+        )
+        evaluator._board = board  # (the same settings, checked once more by cls)
+        return evaluator

@@ -22,21 +22,39 @@ from stream_nb._state import (
 )
 from stream_nb.evaluation.decision import LOG_LOSS_FLOOR
 
-_LOG_FLOOR = math.log(LOG_LOSS_FLOOR)
+#: ``log(LOG_LOSS_FLOOR)``: a ``log P(y | x)`` at or below it costs :data:`MAX_LOSS`.
+LOG_FLOOR = math.log(LOG_LOSS_FLOOR)
 
-
-_MAX_LOSS = -_LOG_FLOOR
+#: The log loss of one event whose label had probability ``LOG_LOSS_FLOOR`` or less.
+MAX_LOSS = -LOG_FLOOR
 
 
 #: Renormalise the fading view's raw statistics when its scale drops below
 #: this. Raw values then stay below ~1e100 × (effective weight), and the
 #: kappa's products of two raw totals below ~1e206, far from float overflow
 #: (1.8e308). With λ = 0.999 that is an O(cells) pass every ~230,000 events.
-_RENORMALISE_BELOW = 1e-100
+RENORMALISE_BELOW = 1e-100
 
 
-class _View:
-    """Additive statistics of one view, in raw units (true = raw × scale)."""
+class View:
+    """Additive statistics of one view of the evaluator, in raw units (true = raw × scale).
+
+    Attributes
+    ----------
+    n, correct, majority_correct, nochange_correct
+        Total weight, and the weight of the model's, the majority classifier's
+        and the no-change classifier's hits (integers in the cumulative and
+        window views).
+    loss, cost
+        Sums of the events' log losses and costs, weighted.
+    true, pred, tp, confusion
+        Weights by true label, by prediction, of correct predictions by label,
+        and by cell ``(true, predicted)``; a key leaves the window's dicts when
+        its count reaches 0.
+    majority
+        The most frequent true label counting the last event (ties: the label
+        seen first), ``None`` while the view is empty.
+    """
 
     __slots__ = (
         "confusion",
@@ -242,30 +260,25 @@ class _View:
         }
 
     @classmethod
-    def from_state(cls, state: Any, order: Mapping[Any, int], where: str) -> _View:
+    def from_state(cls, state: Any, order: Mapping[Any, int], where: str) -> View:
         """A view from :meth:`to_state`, checked: weights finite and ≥ 0 (integers stay
         integers), labels distinct, ``n = Σ true = Σ pred = Σ confusion``,
         ``correct = Σ`` diagonal, every hit count ≤ ``n``."""
         if not isinstance(state, Mapping):
             raise ModelStateError(f"{where}: must be a JSON object, got {state!r:.80}")
         view = cls()
-        for name in ("n", "correct", "majority_correct", "nochange_correct"):
-            setattr(view, name, _weight(state[name], f"{where}.{name}"))
+        view.n = _weight(state["n"], f"{where}.n")
+        view.correct = _weight(state["correct"], f"{where}.correct")
+        view.majority_correct = _weight(state["majority_correct"], f"{where}.majority_correct")
+        view.nochange_correct = _weight(state["nochange_correct"], f"{where}.nochange_correct")
         view.loss = read_finite(state["loss"], f"{where}.loss")
         view.cost = read_finite(state["cost"], f"{where}.cost")
-        for name, allow_none in (("true", False), ("pred", True)):
-            table: dict[Any, Any] = {}
-            for i, item in enumerate(read_list(state[name], f"{where}.{name}")):
-                c, w = read_list(item, f"{where}.{name}[{i}]", 2)
-                c = _label(c, f"{where}.{name}[{i}][0]", allow_none)
-                if c in table:
-                    raise ModelStateError(f"{where}.{name}[{i}]: label {c!r} listed twice")
-                table[c] = _weight(w, f"{where}.{name}[{i}][1]")
-            setattr(view, name, table)
+        view.true = _weights_by_label(state["true"], f"{where}.true", False)
+        view.pred = _weights_by_label(state["pred"], f"{where}.pred", True)
         for i, item in enumerate(read_list(state["confusion"], f"{where}.confusion")):
             at = f"{where}.confusion[{i}]"
             t, p, w = read_list(item, at, 3)
-            key = (_label(t, f"{at}[0]", False), _label(p, f"{at}[1]", True))
+            key = (state_label(t, f"{at}[0]", False), state_label(p, f"{at}[1]", True))
             if key in view.confusion:
                 raise ModelStateError(f"{at}: cell {key!r} listed twice")
             view.confusion[key] = _weight(w, f"{at}[2]")
@@ -275,11 +288,19 @@ class _View:
             if c not in order:
                 raise ModelStateError(f"{where}.true: label {c!r} missing from the class order")
         n = view.n
-        for name in ("true", "pred", "confusion"):
-            check_consistent(n, getattr(view, name).values(), f"{where}.n", f"{where}.{name}")
+        for name, table in (
+            ("true", view.true),
+            ("pred", view.pred),
+            ("confusion", view.confusion),
+        ):
+            check_consistent(n, table.values(), f"{where}.n", f"{where}.{name}")
         check_consistent(view.correct, view.tp.values(), f"{where}.correct", "the diagonal")
-        for name in ("correct", "majority_correct", "nochange_correct"):
-            check_at_most(getattr(view, name), n, f"{where}.{name}", f"{where}.n")
+        for name, hits in (
+            ("correct", view.correct),
+            ("majority_correct", view.majority_correct),
+            ("nochange_correct", view.nochange_correct),
+        ):
+            check_at_most(hits, n, f"{where}.{name}", f"{where}.n")
         view.find_majority(order)
         return view
 
@@ -292,11 +313,23 @@ def _decrement(d: dict[Any, Any], key: Any) -> None:
         del d[key]
 
 
-def _label(value: Any, where: str, allow_none: bool = True) -> Any:
+def state_label(value: Any, where: str, allow_none: bool = True) -> Any:
     """A label of a state (``None``: no prediction), integers exact."""
     if value is None and allow_none:
         return None
     return read_label(value, where)
+
+
+def _weights_by_label(items: Any, where: str, allow_none: bool) -> dict[Any, Any]:
+    """A state's ``[[label, weight], ...]`` as a dict, labels distinct."""
+    table: dict[Any, Any] = {}
+    for i, item in enumerate(read_list(items, where)):
+        c, w = read_list(item, f"{where}[{i}]", 2)
+        c = state_label(c, f"{where}[{i}][0]", allow_none)
+        if c in table:
+            raise ModelStateError(f"{where}[{i}]: label {c!r} listed twice")
+        table[c] = _weight(w, f"{where}[{i}][1]")
+    return table
 
 
 def _weight(value: Any, where: str) -> float:
@@ -310,17 +343,17 @@ def _weight(value: Any, where: str) -> float:
     return weight
 
 
-#: Entry fields of the window (``_Ring``), in the state's ``window_entries`` order:
+#: Entry fields of the window (:class:`Ring`), in the state's ``window_entries`` order:
 #: true label code, predicted label code, correct, log loss, cost, no-change hit,
 #: majority hit.
 _RING_DTYPES = (np.intp, np.intp, np.bool_, np.float64, np.float64, np.bool_, np.bool_)
 
 
-class _Ring:
+class Ring:
     """The window's events as seven parallel numpy arrays, live in ``[start, end)``.
 
-    ``true`` and ``pred`` hold label codes (indices into the evaluator's
-    ``_tlabels`` / ``_plabels``). The live events are always one contiguous
+    ``true`` and ``pred`` hold label codes (indices into the scoreboard's
+    ``true_labels`` / ``pred_labels``). The live events are always one contiguous
     slice, which the batch path reads and writes with array operations; the
     per-event path reads and writes single items through memoryviews (plain
     Python scalars, ~20 ns an item). When an append would run past the end,
@@ -373,14 +406,15 @@ class _Ring:
         ]
 
 
-def _counts(view: _View) -> tuple[Any, ...]:
+def counts_of(view: View) -> tuple[Any, ...]:
+    """The view's counts and hit counts (not its float sums), to compare two views."""
     return (
         view.n, view.correct, view.majority_correct, view.nochange_correct,
         view.true, view.pred, view.tp, view.confusion,
     )  # fmt: skip
 
 
-def _add_entry(view: _View, entry: tuple[Any, Any, bool, float, float, bool, bool]) -> None:
+def add_entry(view: View, entry: tuple[Any, Any, bool, float, float, bool, bool]) -> None:
     """Add a stored window entry back, keeping its recorded majority hit."""
     t, p, correct, _loss, _cost_value, nochange_ok, majority_ok = entry
     view.n += 1

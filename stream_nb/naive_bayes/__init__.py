@@ -3,6 +3,15 @@
 ``CategoricalNB`` (categories), ``GaussianNB`` (numbers), ``MultinomialNB``,
 ``BernoulliNB`` and ``ComplementNB`` (token counts) and the mixed-type
 ``NaiveBayes``. The semi-naive learners live in :mod:`stream_nb.seminaive`.
+
+Shared parts: ``_text`` (the token learners' vocabulary and event checks),
+``_gaussian_stats`` (the Gaussian statistics component of GaussianNB and
+NaiveBayes), ``_gaussian_scores`` (how they score an event), ``_gaussian_state``
+(reading them from a state), ``_categorical_stats`` (the categorical statistics
+component of CategoricalNB, NaiveBayes and the semi-naive pair store),
+``_categorical_batch`` (its terms in a batch kernel), ``_arrays`` (the batch
+kernels' class layout, prefix sums and reductions) and ``_vectorised`` (the
+batch kernel of GaussianNB and NaiveBayes).
 """
 
 from __future__ import annotations

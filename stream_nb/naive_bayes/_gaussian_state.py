@@ -1,9 +1,9 @@
-"""Validation of the Gaussian statistics of a state (GaussianNB and NaiveBayes).
+"""Reading the Gaussian statistics of a state (GaussianNB and NaiveBayes).
 
-Kept apart from :mod:`stream_nb.naive_bayes.gaussian` so that the layout's reader there
-stays short: :func:`check_gaussian_stats` runs first and raises
-:class:`~stream_nb.ModelStateError` naming the field for anything the
-formulas could not use.
+:func:`read_gaussian_stats` checks them with :func:`check_gaussian_stats`, which
+raises :class:`~stream_nb.ModelStateError` naming the field for anything the
+formulas could not use, and returns them as float tables for
+:meth:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.from_state`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from stream_nb._exceptions import ModelStateError
 from stream_nb._state import (
@@ -26,7 +26,7 @@ from stream_nb._state import (
     read_pairs,
 )
 
-__all__ = ["GAUSSIAN_FIELDS", "check_gaussian_stats"]
+__all__ = ["GAUSSIAN_FIELDS", "GaussianTables", "check_gaussian_stats", "read_gaussian_stats"]
 
 GAUSSIAN_FIELDS = ("classes", "total_weight", "features", "n", "mean", "m2", "global")
 
@@ -110,3 +110,62 @@ def check_gaussian_stats(
             gn[j], [row[j] for row in n], f"{where}.global[0][{j}]", "its class weights"
         )
     return classes, features
+
+
+class GaussianTables(NamedTuple):
+    """Checked Gaussian statistics as floats, in the layout of
+    :class:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics`."""
+
+    classes: dict[Hashable, float]
+    features: list[Hashable]
+    total_weight: float
+    n: list[list[float]]
+    mean: list[list[float]]
+    m2: list[list[float]]
+    all_n: list[float]
+    all_mean: list[float]
+    all_m2: list[float]
+
+
+def read_gaussian_stats(stats: Any, where: str, *, max_features: int | None) -> GaussianTables:
+    """Check Gaussian statistics (:func:`check_gaussian_stats`) and read them as floats.
+
+    A class weight may have decayed to 0 (that class then scores nothing).
+
+    Examples
+    --------
+    >>> from stream_nb import GaussianNB
+    >>> model = GaussianNB()
+    >>> model.learn_one({"a": 1.0}, "x")
+    >>> read_gaussian_stats(model.to_state()["stats"], "stats", max_features=None).mean
+    [[1.0]]
+    """
+    classes, features = check_gaussian_stats(
+        stats, where, positive_classes=False, max_features=max_features
+    )
+    kk, ff = len(classes), len(features)
+    all_n, all_mean, all_m2 = _floats(stats["global"], 3, ff)
+    return GaussianTables(
+        classes,
+        features,
+        _finite(stats["total_weight"]),
+        _floats(stats["n"], kk, ff),
+        _floats(stats["mean"], kk, ff),
+        _floats(stats["m2"], kk, ff),
+        all_n,
+        all_mean,
+        all_m2,
+    )
+
+
+def _finite(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"statistic must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _floats(rows: Any, n_rows: int, n_cols: int) -> list[list[float]]:
+    out = [[_finite(v) for v in row] for row in rows]
+    if len(out) != n_rows or any(len(row) != n_cols for row in out):
+        raise ValueError(f"expected a {n_rows}×{n_cols} table of statistics")
+    return out

@@ -7,32 +7,26 @@ class ``k`` keeps flat lists ``n[k][j]``, ``mean[k][j]``, ``m2[k][j]`` and
 the derived population variance ``var[k][j] = M2 / n``. When an event has
 exactly the learned features in the learned order (the common case for
 real-valued streams) one ``zip`` over the values and these lists does all the
-work; anything else goes through a general per-feature path. The batch
-(column) kernel over these statistics is :mod:`stream_nb.naive_bayes._vectorised`.
+work; anything else goes through a general per-feature path. How the
+statistics score an event is :mod:`stream_nb.naive_bayes._gaussian_scores`, how
+they are read from a state :mod:`stream_nb.naive_bayes._gaussian_state`, and the
+batch (column) kernel over them :mod:`stream_nb.naive_bayes._vectorised`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from numbers import Real
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._exceptions import InvalidEventError
 from stream_nb._state import encode_key, pairs
-from stream_nb.limits import MAX_VALUE, MIN_VARIANCE, value_out_of_range
-from stream_nb.naive_bayes._gaussian_state import check_gaussian_stats
-from stream_nb.stats import LOG_2PI, chan_merge
+from stream_nb.limits import MAX_VALUE, MIN_VARIANCE, check_number
+from stream_nb.naive_bayes._gaussian_state import read_gaussian_stats
+from stream_nb.stats import chan_merge
 
 __all__ = ["GaussianStatistics"]
 
 _log = math.log
-_log2 = math.log2
-_log1p = math.log1p
-_exp = math.exp
-#: ln 2: ``log(v) = log2(v) × _LN2``; ``math.log2`` is cheaper to call than ``math.log``.
-_LN2 = math.log(2.0)
-_isfinite = math.isfinite
 _BOOL = frozenset((bool,))
 _INF = math.inf
 
@@ -41,7 +35,7 @@ _INF = math.inf
 #: an event stays finite for every value within ``MAX_VALUE`` (see
 #: :mod:`stream_nb.limits`). Below the variance of data at any scale above 1e-40.
 _MIN_EPSILON = MIN_VARIANCE
-#: Largest |x| of a value learned or scored (``out_of_range`` beyond).
+#: Largest |x| of a value learned (``out_of_range`` beyond).
 _MAX_VALUE = MAX_VALUE
 
 #: The product of σ² over features replaces a sum of logs (one ``log`` per
@@ -51,35 +45,15 @@ _MAX_VALUE = MAX_VALUE
 _PRODUCT_FLOOR = 1e-290
 
 
-def _check_number(feature: Hashable, value: Any, hint: str) -> float:
-    """``value`` as a float within ``±MAX_VALUE``, or :class:`InvalidEventError`
-    (``non_numeric`` ending with ``hint``, ``non_finite`` or ``out_of_range``)."""
-    if value.__class__ is bool or not isinstance(value, Real):
-        raise InvalidEventError(
-            f"feature {feature!r} has non-numeric value {value!r} ({type(value).__name__}); "
-            + hint.format(feature=feature),
-            reason="non_numeric",
-        )
-    number: Any = value  # (a Real: compared as it is, exactly for an int of any size)
-    if not -_MAX_VALUE <= number <= _MAX_VALUE:
-        if number != number or number in (_INF, -_INF):
-            raise InvalidEventError(
-                f"feature {feature!r} has non-finite value {value!r}; send a finite number "
-                "or leave the feature out (None) when it is missing",
-                reason="non_finite",
-            )
-        raise value_out_of_range(feature, value)
-    return float(value)
-
-
 class GaussianStatistics:
     """Class weights and per-(class, feature) Welford statistics with ε bookkeeping.
 
     One table for every (class ``k``, feature ``j``): weight ``n[k][j]``,
     mean ``mean[k][j]``, ``m2[k][j]`` and the derived ``var[k][j]``; the class
     weights ``class_weight[k]`` and their sum ``total_weight``. The learner
-    owns one, learns and scores through it, and keeps the forgetting scale:
-    weights passed in are raw (see :class:`~stream_nb.base.Learner`).
+    owns one, learns through it, scores with
+    :mod:`~stream_nb.naive_bayes._gaussian_scores`, and keeps the forgetting
+    scale: weights passed in are raw (see :class:`~stream_nb.base.Learner`).
 
     Prior: ``log P(y) = log((N_y + α) / (N + Kα))`` with α = ``prior_alpha``
     (0 for GaussianNB, i.e. ``log(N_y / N)``), the uniform prior when
@@ -136,7 +110,6 @@ class GaussianStatistics:
         "feature_index",
         "features",
         "fit_prior",
-        "kernel_codes",
         "labels",
         "m2",
         "max_feature",
@@ -185,9 +158,6 @@ class GaussianStatistics:
         self.features: list[Hashable] = []
         self.feature_index: dict[Hashable, int] = {}
         self.order: tuple[Hashable, ...] = ()
-        # the column kernel's value -> code map per categorical feature (NaiveBayes;
-        # not a statistic: never saved, and a stale code only names a value)
-        self.kernel_codes: dict[Hashable, tuple[dict[Any, int], list[Any]]] = {}
         self.n: list[list[float]] = []
         self.mean: list[list[float]] = []
         self.m2: list[list[float]] = []
@@ -413,7 +383,7 @@ class GaussianStatistics:
 
     def learn_general(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         hint = self.numeric_hint
-        items = [(f, _check_number(f, v, hint)) for f, v in x.items() if v is not None]
+        items = [(f, check_number(f, v, hint)) for f, v in x.items() if v is not None]
         fidx = self.feature_index
         new = [f for f, _ in items if f not in fidx]
         if new:  # names first met: checked, and bounded by max_features
@@ -492,137 +462,6 @@ class GaussianStatistics:
         self.max_var = mx
         self.max_feature = am
 
-    # ------------------------------------------------------------------ scoring
-    def joint_log_likelihood(self, x: Mapping[str, Any], scale: float) -> dict[Hashable, float]:
-        """``log P(y) + Σ_f log N(x_f; μ_yf, σ²_yf)`` for every scored class."""
-        scores = self.dense_scores(x, scale)
-        if scores is None:
-            return self.jll_general(x, scale)
-        out: dict[Hashable, float] = {}
-        for y, v in zip(self.scored_labels, scores):  # noqa: B905 (same length)
-            out[y] = v
-        return out
-
-    def dense_scores(self, x: Mapping[str, Any], scale: float) -> list[float] | None:
-        """Joint log-likelihoods of the scored classes, in order, on the dense path.
-
-        ``None`` when the event is not dense (a feature missing, extra or out of
-        order, a class without statistics for some feature, a value that is
-        not a non-bool number within ``±MAX_VALUE``, a class whose weight
-        decayed to 0): the general path handles those.
-
-        Speed notes: ``log2(v) * LN2`` instead of ``log(v)``
-        (``math.log`` parses optional arguments), one ``log`` per class for
-        the product of the σ², and no comprehension (each one is a call).
-        """
-        cw = self.class_weight
-        if not cw or self.missing or tuple(x) != self.order:
-            return None
-        vals = x.values()
-        try:
-            s = sum(map(abs, vals))
-        except (TypeError, OverflowError):  # None, a non-number, an int past the double
-            return None  # range: the general path says which
-        if not s <= _MAX_VALUE or not _BOOL.isdisjoint(map(type, vals)):
-            return None  # NaN, ±inf or beyond ±MAX_VALUE (or Σ|x| beyond it): general path
-        log2 = _log2
-        alpha = self.prior_alpha / scale  # α in raw units, see Learner
-        den = self.total_weight + len(cw) * alpha
-        out: list[float] = []
-        mx = self.max_var
-        if mx <= 0.0:  # every feature constant so far: equal terms for all classes
-            try:
-                for _, k, lp in self.scored:
-                    out.append(log2((cw[k] + alpha) / den) * _LN2 if lp is None else lp)
-            except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed
-                return None  # to 0 is not scored (the general path leaves it out)
-            return out
-        eps = self.var_smoothing * mx
-        if eps < _MIN_EPSILON:
-            eps = _MIN_EPSILON
-        # -½ F log 2π, shared by every class
-        const = -0.5 * len(self.order) * LOG_2PI
-        means = self.mean
-        variances = self.var
-        product = eps >= self.epsilon_floor
-        try:
-            for _, k, lp in self.scored:
-                q = 0.0
-                if product:
-                    p = 1.0
-                    for x_f, m, v in zip(vals, means[k], variances[k]):  # noqa: B905
-                        v += eps  # σ² = M2/n + ε
-                        p *= v
-                        x_f -= m
-                        q += x_f * x_f / v
-                    if p == _INF:  # overflow is sticky: redo as a sum of logs
-                        p = 0.0
-                        for v in variances[k]:
-                            p += log2(v + eps)
-                    else:
-                        p = log2(p)
-                else:
-                    p = 0.0
-                    for x_f, m, v in zip(vals, means[k], variances[k]):  # noqa: B905
-                        v += eps
-                        p += log2(v)
-                        x_f -= m
-                        q += x_f * x_f / v
-                # log P(y) - ½ Σ_f (log 2π + log σ² + (x_f - μ)² / σ²); p is log2 Π σ²
-                if not q < _INF:  # NaN/inf input (or overflow): the general path decides
-                    return None
-                if lp is None:
-                    lp = log2((cw[k] + alpha) / den) * _LN2
-                out.append(lp + const - 0.5 * (p * _LN2 + q))
-        except TypeError:  # None or a non-number: the general path says which
-            return None
-        except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed to
-            return None  # 0 is not scored (the general path leaves it out)
-        return out
-
-    def jll_general(self, x: Mapping[str, Any], scale: float) -> dict[Hashable, float]:
-        cw = self.class_weight
-        if not cw:
-            return {}
-        self.sync()
-        hint = self.numeric_hint
-        fidx = self.feature_index
-        scored = self.scored
-        alpha = self.prior_alpha / scale  # α in raw units, see Learner
-        if not alpha and 0.0 in cw:
-            # log(N_y / N) of a class whose weight decayed (underflowed) to 0 is -inf:
-            # probability 0, the class is left out as log_softmax leaves out -inf
-            scored = [(y, k, lp) for y, k, lp in scored if lp is not None or cw[k] > 0.0]
-        ns = self.n
-        items: list[tuple[int, float]] = []
-        for f, value in x.items():
-            if value is None:
-                continue
-            number = _check_number(f, value, hint)
-            j = fidx.get(f)
-            # a feature counts only if every scored class has statistics for it
-            if j is not None and all(ns[k][j] > 0.0 for _, k, _ in scored):
-                items.append((j, number))
-        if not scored:
-            return {}
-        den = self.total_weight + len(cw) * alpha
-        log_den = _log(den) if den > 0.0 else 0.0  # (0: every class has a fixed prior)
-        eps = self.epsilon()
-        if eps == 0.0:
-            items = []
-        const = len(items) * LOG_2PI
-        out: dict[Hashable, float] = {}
-        for y, k, lp in scored:
-            mean = self.mean[k]
-            var = self.var[k]
-            total = 0.0
-            for j, number in items:
-                v = var[j] + eps
-                d = number - mean[j]
-                total += _log(v) + d * d / v
-            out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + total)
-        return out
-
     # ------------------------------------------------------------------ merge / scale
     def merge(self, other: GaussianStatistics, factor: float) -> None:
         self.sync()
@@ -659,6 +498,30 @@ class GaussianStatistics:
                 other.all_mean[jo],
                 other.all_m2[jo] * factor,
             )
+        self.derive()
+
+    def set_batch_end(
+        self,
+        moments: tuple[list[list[float]], list[list[float]], list[list[float]]],
+        all_moments: tuple[list[float], list[float], list[float]],
+        class_weights: Iterable[tuple[int, float]],
+        weights: Iterable[float],
+    ) -> None:
+        """Take the statistics a batch kernel computed for the end of its batch.
+
+        ``moments`` are the new ``(n, mean, m2)`` tables, ``all_moments`` the new
+        ``(all_n, all_mean, all_m2)``; each ``(k, w)`` of ``class_weights`` is added
+        to ``class_weight[k]`` and each of ``weights`` to ``total_weight``, in order.
+        """
+        self.n, self.mean, self.m2 = moments
+        self.all_n, self.all_mean, self.all_m2 = all_moments
+        class_weight = self.class_weight
+        for k, w in class_weights:
+            class_weight[k] += w
+        total = self.total_weight
+        for w in weights:
+            total += w
+        self.total_weight = total
         self.derive()
 
     def rescale(self, factor: float) -> None:
@@ -703,26 +566,21 @@ class GaussianStatistics:
     def from_state(
         self, stats: Mapping[str, Any], where: str = "stats", max_features: int | None = None
     ) -> None:
-        classes, features = check_gaussian_stats(
-            stats,
-            where,
-            positive_classes=False,  # a weight may decay to 0: that class scores nothing
-            max_features=max_features,
-        )
+        """Load statistics from :meth:`to_state` output, checked (see
+        :func:`~stream_nb.naive_bayes._gaussian_state.read_gaussian_stats`)."""
+        t = read_gaussian_stats(stats, where, max_features=max_features)
         # built in one pass, O(classes × features): no per-class or per-feature rebuild
         self.reset()
-        kk, ff = len(classes), len(features)
-        self.labels = list(classes)
+        kk, ff = len(t.classes), len(t.features)
+        self.labels = list(t.classes)
         self.class_index = {y: k for k, y in enumerate(self.labels)}
-        self.class_weight = list(classes.values())
-        self.features = list(features)
-        self.feature_index = {f: j for j, f in enumerate(features)}
-        self.order = tuple(features)
-        self.total_weight = _finite(stats["total_weight"])
-        self.n = _matrix(stats["n"], kk, ff)
-        self.mean = _matrix(stats["mean"], kk, ff)
-        self.m2 = _matrix(stats["m2"], kk, ff)
-        self.all_n, self.all_mean, self.all_m2 = _matrix(stats["global"], 3, ff)
+        self.class_weight = list(t.classes.values())
+        self.features = list(t.features)
+        self.feature_index = {f: j for j, f in enumerate(t.features)}
+        self.order = tuple(t.features)
+        self.total_weight = t.total_weight
+        self.n, self.mean, self.m2 = t.n, t.mean, t.m2
+        self.all_n, self.all_mean, self.all_m2 = t.all_n, t.all_mean, t.all_m2
         self.n_lazy = [False] * kk
         if ff:
             self.epsilon_floor = _PRODUCT_FLOOR ** (1.0 / ff)
@@ -742,16 +600,3 @@ def _welford(n: float, mean: float, m2: float, x: float, w: float) -> tuple[floa
     # rounding may step μ' just past x when w/n ≈ 1, making the last term a tiny
     # negative number: M2 is a sum of squares, never below 0
     return n, mean, m2 if m2 >= 0.0 else 0.0
-
-
-def _finite(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _isfinite(value):
-        raise ValueError(f"statistic must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _matrix(rows: Any, n_rows: int, n_cols: int) -> list[list[float]]:
-    out = [[_finite(v) for v in row] for row in rows]
-    if len(out) != n_rows or any(len(row) != n_cols for row in out):
-        raise ValueError(f"expected a {n_rows}×{n_cols} table of statistics")
-    return out

@@ -22,12 +22,12 @@ both are set, whichever is reached first applies.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from numbers import Real
-from typing import Any
+from typing import Any, TypeVar
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
-from stream_nb._params import check_cap
+from stream_nb._params import check_alpha, check_cap
 from stream_nb._state import (
     check_at_most,
     check_consistent,
@@ -47,6 +47,7 @@ from stream_nb.limits import MAX_VALUE, value_out_of_range
 __all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
 
 _INF = math.inf
+T = TypeVar("T")
 
 
 def _bad_count(x: Mapping[str, Any]) -> InvalidEventError | None:
@@ -203,7 +204,8 @@ def binary_on(x: Mapping[str, Any]) -> list[str]:
 
 
 class _TokenLearner(Learner):
-    """Statistics shared by the token learners: class weights and dense count rows.
+    """What the token learners share: the smoothing ``alpha``, class weights, dense
+    count rows and the vocabulary bounds.
 
     ``_counts[token]`` is a list of raw weights indexed by class (``_index``,
     in order of first appearance); a row is only as long as the highest class
@@ -212,8 +214,9 @@ class _TokenLearner(Learner):
     derived caches, rebuilt by :meth:`_rebuild` after a merge, a rescale or a
     load (caches are never read from a state).
 
-    Subclasses call :meth:`_learned_tokens` and :meth:`_scored_tokens` on
-    ``x`` (after validating its values) to apply the vocabulary bounds.
+    Subclasses start learning an event with :meth:`_start_learning` (values
+    checked, vocabulary bounds applied, class weight added) and call
+    :meth:`_scored_tokens` on ``x`` (after checking its values) to score it.
     """
 
     _EXTRA: tuple[str, ...] = ()
@@ -231,14 +234,16 @@ class _TokenLearner(Learner):
 
     def __init__(
         self,
+        alpha: float,
         *,
-        max_vocabulary: int | None = None,
-        half_life: float | None = None,
-        max_classes: int | None = None,
-        max_features: int | None = None,
+        max_vocabulary: int | None,
+        half_life: float | None,
+        max_classes: int | None,
+        max_features: int | None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_vocabulary = check_cap(max_vocabulary, "max_vocabulary")
+        self.alpha = check_alpha(alpha)
         self._class_weight: dict[Hashable, float] = {}  # N_y, in order of first appearance
         self._total_weight = 0.0  # N
         self._index: dict[Hashable, int] = {}  # label -> class index k
@@ -267,6 +272,22 @@ class _TokenLearner(Learner):
 
     def _rebuild(self) -> None:
         """Recompute derived caches from the raw statistics."""
+
+    def _start_learning(
+        self, x: Mapping[Any, Any], y: Hashable, w: float, measure: Callable[[Mapping[Any, Any]], T]
+    ) -> tuple[Mapping[Any, Any], T, int]:
+        """Begin learning ``x``: ``measure`` checks its values (and returns what the
+        learner needs of them) before anything changes, the vocabulary bounds apply
+        (``x`` is measured again if they changed it), and ``w`` is added to ``N_y``.
+
+        Returns ``(x as learned, its measure, class index of y)``.
+        """
+        measured = measure(x)
+        tokens = self._learned_tokens(x)
+        if tokens is not x:  # vocabulary bounds applied
+            x = tokens
+            measured = measure(x)
+        return x, measured, self._add_weight(y, w)
 
     # ------------------------------------------------------------------ vocabulary
     def _learned_tokens(self, x: Mapping[Any, Any]) -> Mapping[Any, Any]:
@@ -418,13 +439,14 @@ class _TokenLearner(Learner):
             for y, n in by_class.items():
                 dst[y] = dst.get(y, 0.0) + n
         if OTHER in out:
-            out[OTHER] = self._overflow_counts(out[OTHER], other)
+            out[OTHER] = self._overflow_counts(out[OTHER], other._class_weight)
         return out
 
     def _overflow_counts(
-        self, by_class: dict[Hashable, float], other: _TokenLearner
+        self, by_class: dict[Hashable, float], their_weights: Mapping[Hashable, float]
     ) -> dict[Hashable, float]:
-        """Counts ``other`` adds to the overflow token (sums of those of its tokens)."""
+        """Counts another model (of class weights ``their_weights``) adds to the overflow
+        token: the sums of those of its tokens."""
         return by_class
 
     def _rescale(self, factor: float) -> None:

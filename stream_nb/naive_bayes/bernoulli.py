@@ -9,7 +9,7 @@ from operator import add, mul, sub, truediv
 from typing import Any
 
 from stream_nb._exceptions import ConfigError
-from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
+from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, binary_on, threshold_on
 
@@ -140,12 +140,12 @@ class BernoulliNB(_TokenLearner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(
+            alpha,
             max_vocabulary=max_vocabulary,
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
         )
-        self.alpha = check_alpha(alpha)
         self.binarize = _check_binarize(binarize)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
@@ -170,12 +170,11 @@ class BernoulliNB(_TokenLearner):
     _COUNTS_BOUNDED_BY_CLASS = True
 
     def _overflow_counts(
-        self, by_class: dict[Hashable, float], other: Any
+        self, by_class: dict[Hashable, float], their_weights: Mapping[Hashable, float]
     ) -> dict[Hashable, float]:
         # Σ_t N_{y,t} counts an event once per overflow feature on in it; the
         # events with any of them on are at most N_y (exact with at most one).
-        weight = other._class_weight
-        return {y: min(n, weight[y]) for y, n in by_class.items()}
+        return {y: min(n, their_weights[y]) for y, n in by_class.items()}
 
     def _on(self, x: Mapping[str, Any]) -> list[str]:
         threshold = self.binarize
@@ -183,12 +182,7 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        on = self._on(x)  # validates before anything changes
-        features = self._learned_tokens(x)
-        if features is not x:  # vocabulary bounds applied
-            x = features
-            on = self._on(x)
-        k = self._add_weight(y, w)
+        x, on, k = self._start_learning(x, y, w, self._on)
         if k == len(self._hist):
             self._hist.append({})
             self._on_words.append(0)

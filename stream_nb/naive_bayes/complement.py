@@ -6,7 +6,7 @@ import math
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from stream_nb._params import check_alpha, check_bool
+from stream_nb._params import check_bool
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, check_counts
 
@@ -113,12 +113,12 @@ class ComplementNB(_TokenLearner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(
+            alpha,
             max_vocabulary=max_vocabulary,
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
         )
-        self.alpha = check_alpha(alpha)
         self.norm = check_bool(norm, "norm")
         self._log_alpha = math.log(self.alpha)
         # Σ_w log(C_{k,w} + α) = H − D[k] (norm=True only), see the class docstring.
@@ -133,13 +133,8 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        total = check_counts(x) * w
-        tokens = self._learned_tokens(x)
-        if tokens is not x:  # vocabulary bounds applied
-            x = tokens
-            total = check_counts(x) * w
-        k = self._add_weight(y, w)
-        self._class_extra["class_tokens"][y] += total
+        x, total, k = self._start_learning(x, y, w, check_counts)
+        self._class_extra["class_tokens"][y] += total * w
         counts = self._counts
         if not self.norm or self._gamma is not None:
             self._sums_alpha = math.nan  # (forgetting) stale until the next prediction

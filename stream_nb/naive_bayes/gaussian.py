@@ -1,30 +1,27 @@
 """Gaussian Naive Bayes, learned one event at a time, exact in log space.
 
-The per-(class, feature) Welford statistics, the smoothing ε and the Gaussian
-terms live in one :class:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics`
-component, which :class:`GaussianNB` and :class:`stream_nb.naive_bayes.mixed.NaiveBayes`
-each hold (their shared learner methods are in :class:`_GaussianLearner`).
+The per-(class, feature) Welford statistics and the smoothing ε live in one
+:class:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics` component,
+which :class:`GaussianNB` and :class:`stream_nb.naive_bayes.mixed.NaiveBayes`
+each hold (their shared learner methods are in :class:`_GaussianLearner`); the
+Gaussian terms are :mod:`stream_nb.naive_bayes._gaussian_scores`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from stream_nb._params import check_class_prior, check_nonneg
+from stream_nb._softmax import log_softmax_scores
 from stream_nb._state import check_mapping
-from stream_nb.base import ABSORB, Capabilities, Learner, log_softmax
+from stream_nb.base import Capabilities, Learner, log_softmax
 from stream_nb.limits import MAX_VAR_SMOOTHING
+from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
+from stream_nb.naive_bayes._gaussian_scores import dense_scores, joint_log_likelihood
 from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
 
 __all__ = ["GaussianNB"]
-
-_log1p = math.log1p
-_log2 = math.log2
-_exp = math.exp
-#: ln 2: ``log(v) = log2(v) × _LN2``; ``math.log2`` is cheaper to call than ``math.log``.
-_LN2 = math.log(2.0)
 
 
 class _GaussianLearner(Learner):
@@ -32,6 +29,10 @@ class _GaussianLearner(Learner):
     (``gaussian``), the numpy batch kernel and the dense per-event posterior.
 
     Subclasses create ``self.gaussian`` in ``__init__`` (see :meth:`_new_gaussian`).
+    The batch kernel (:mod:`stream_nb.naive_bayes._vectorised`) implements exactly
+    the formulas of GaussianNB and NaiveBayes; a class takes it when it declares
+    ``capabilities.column_kernel`` (see :class:`~stream_nb.base.Capabilities`), so
+    a subclass that changes the formulas declares its own capabilities without it.
     """
 
     gaussian: GaussianStatistics
@@ -85,9 +86,8 @@ class _GaussianLearner(Learner):
         1e-12) and the statistics after the batch; see
         :mod:`stream_nb.naive_bayes._vectorised`. Short or unusual batches (forgetting,
         ``class_prior``, a new class, missing or non-numeric values, other
-        keys) run the per-event loop, and so do subclasses, which may change
-        the formulas: only a class that sets ``_VECTORISED`` in its own body
-        takes the kernel.
+        keys) run the per-event loop, and so does a class that does not declare
+        ``capabilities.column_kernel``.
 
         Examples
         --------
@@ -100,12 +100,12 @@ class _GaussianLearner(Learner):
         {} 0 {} 200
         {} 0 {} 200
         """
-        if type(self).__dict__.get("_VECTORISED", False):
+        if type(self).capabilities.column_kernel:
             from stream_nb.naive_bayes._vectorised import (
                 gaussian_predict_learn_many,  # numpy: on first use
             )
 
-            out = gaussian_predict_learn_many(self, xs, ys, ws)
+            out = gaussian_predict_learn_many(self._column_step, xs, ys, ws)
             if out is not None:
                 # the kernel bypasses learn_one
                 self._record_batch(xs, ys, ws, out[2])
@@ -136,11 +136,46 @@ class _GaussianLearner(Learner):
         >>> labels, log_proba.shape, [labels[k] for k in best[:4]], model.n_learned
         ([0, 1], (100, 2), [0, 1, 0, 1], 110)
         """
-        if type(self).__dict__.get("_VECTORISED", False):
-            from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
+        return self._column_step(names, columns, ys, ws)
 
-            return gaussian_predict_learn_columns(self, names, columns, ys, ws)
-        return None
+    def _column_step(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
+        kernel = type(self).capabilities.column_kernel
+        if not kernel or self.half_life is not None or self.class_prior is not None:
+            return None
+        categorical = self._column_split(names)
+        if categorical is None:
+            return None
+        from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
+
+        cat, alpha = self._categorical_part()
+        out = gaussian_predict_learn_columns(
+            self.gaussian,
+            cat,
+            categorical,
+            names,
+            columns,
+            ys,
+            ws,
+            var_smoothing=self.var_smoothing,
+            category_alpha=alpha,
+        )
+        if out is None:
+            return None
+        labels, log_proba, best, learned = out
+        self.n_learned += learned
+        return labels, log_proba, best
+
+    def _categorical_part(self) -> tuple[CategoricalStatistics | None, float]:
+        """The categorical statistics the batch kernel learns too, and their α
+        (NaiveBayes); ``(None, 0.0)`` without."""
+        return None, 0.0
 
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         """The categorical features of a column batch with keys ``names``, for the kernel.
@@ -155,38 +190,11 @@ class _GaussianLearner(Learner):
         if x.__class__ is not dict:
             x = check_mapping(x)
         gaussian = self.gaussian
-        scores = gaussian.dense_scores(x, self._scale)
+        scores = dense_scores(gaussian, x, self._scale)
         if scores is None:
             return log_softmax(self._joint_log_likelihood(x))
-        # max-shifted log-sum-exp (as stream_nb.base.log_softmax; the scores are finite)
-        labels = gaussian.scored_labels
-        out: dict[Hashable, float] = {}
-        if len(scores) == 2:
-            a, b = scores
-            lse = a + _log1p(_exp(b - a)) if a >= b else b + _log1p(_exp(a - b))
-            if -ABSORB < lse < ABSORB:
-                out[labels[0]] = a - lse
-                out[labels[1]] = b - lse
-            else:  # (see stream_nb.base.ABSORB)
-                top, tail = (a, _log1p(_exp(b - a))) if a >= b else (b, _log1p(_exp(a - b)))
-                out[labels[0]] = (a - top) - tail
-                out[labels[1]] = (b - top) - tail
-            return out
-        if not scores:  # class_prior names none of the learned classes
-            return out
-        top = max(scores)
-        total = 0.0
-        for v in scores:
-            total += _exp(v - top)
-        if not -ABSORB < top < ABSORB:  # (see stream_nb.base.ABSORB)
-            tail = _log2(total) * _LN2
-            for y, v in zip(labels, scores):  # noqa: B905 (same length)
-                out[y] = (v - top) - tail
-            return out
-        top += _log2(total) * _LN2
-        for y, v in zip(labels, scores):  # noqa: B905 (same length)
-            out[y] = v - top
-        return out
+        # max-shifted log-sum-exp, as log_softmax (the scores are finite)
+        return log_softmax_scores(gaussian.scored_labels, scores)
 
 
 class GaussianNB(_GaussianLearner):
@@ -198,7 +206,7 @@ class GaussianNB(_GaussianLearner):
     - ``σ²_yf = M2_yf / n_yf + ε``, ``ε = var_smoothing × max_f V_f``, where
       ``V_f`` is the population variance of feature ``f`` over every learned
       event (scikit-learn's convention, kept incrementally). ``ε`` is floored
-      at ``_MIN_EPSILON`` = 1e-300; when every feature has been constant so
+      at :data:`~stream_nb.limits.MIN_VARIANCE` = 1e-90; when every feature has been constant so
       far (``max V_f = 0``) the Gaussian terms are equal for every class and
       left out.
     - ``log P(y) = log(N_y / N)``; ``class_prior`` overrides it (seen classes
@@ -271,9 +279,7 @@ class GaussianNB(_GaussianLearner):
         self.gaussian.learn(x, y, w)
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        return self.gaussian.joint_log_likelihood(x, self._scale)
-
-    _VECTORISED = True  # the batch kernel implements exactly this class's formulas
+        return joint_log_likelihood(self.gaussian, x, self._scale)
 
     def _merge(self, other: GaussianNB, factor: float) -> None:
         self.gaussian.merge(other.gaussian, factor)

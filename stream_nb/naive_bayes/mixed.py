@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -23,17 +22,13 @@ from stream_nb._state import (
     read_mapping,
     read_pairs,
 )
-from stream_nb._stores import OTHER, add_scaled, count_leaves, n_real, rescale, tree_to_pairs
 from stream_nb.base import Capabilities
-from stream_nb.limits import MAX_VAR_SMOOTHING
-from stream_nb.naive_bayes._gaussian_stats import _check_number
-from stream_nb.naive_bayes.categorical import load_categorical, merge_values
+from stream_nb.limits import MAX_VAR_SMOOTHING, check_number
+from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
+from stream_nb.naive_bayes._gaussian_scores import joint_log_likelihood
 from stream_nb.naive_bayes.gaussian import _GaussianLearner
 
 __all__ = ["NaiveBayes"]
-
-_log = math.log
-_EMPTY: dict[Hashable, float] = {}
 
 CATEGORICAL = "categorical"
 GAUSSIAN = "gaussian"
@@ -168,10 +163,12 @@ class NaiveBayes(_GaussianLearner):
         self._kinds: dict[Hashable, str] = {}
         self._kinds.update(_schema_kinds(self.schema))
         self._plans: dict[tuple[str, ...], _Plan] = {}
-        # categorical statistics, laid out as CategoricalNB's:
-        # N_{y,i}: feature -> class -> weight; N_{y,i,v}: feature -> value -> class -> weight
-        self._present: dict[str, dict[Hashable, float]] = {}
-        self._counts: dict[str, dict[Hashable, dict[Hashable, float]]] = {}
+        #: The categorical statistics, as CategoricalNB's (the classes are counted in the
+        #: Gaussian part, so they learn with event=False and keep no class weights).
+        self.categorical = CategoricalStatistics(
+            self.max_values_per_feature,
+            admit=None if self.max_features is None else self._admit_category,
+        )
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -185,7 +182,14 @@ class NaiveBayes(_GaussianLearner):
         }
 
     def _n_features(self) -> int:
-        return len(self.gaussian.feature_index) + len(self._present)
+        return len(self.gaussian.feature_index) + len(self.categorical.present)
+
+    def _categorical_part(self) -> tuple[CategoricalStatistics, float]:
+        return self.categorical, self.alpha
+
+    def _admit_category(self) -> bool:
+        """Whether one more categorical feature may be learned (``max_features``)."""
+        return bool(self._admit(self._n_features()))
 
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         plan = self._plans.get(names)
@@ -196,49 +200,15 @@ class NaiveBayes(_GaussianLearner):
             plan = self._plan(dict.fromkeys(names), False)
         if plan is None or plan.gaussian != self.gaussian.order:
             return None
-        if any(f not in self._counts for f in plan.categorical):
+        # (a feature with statistics has its kind already: the kernel fixes none)
+        if any(f not in self.categorical.counts for f in plan.categorical):
             return None
         return plan.categorical
 
     def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
         """The labels and the categorical stores as held (raw units, not copies: read
         only), for :mod:`stream_nb.informative`, as :class:`~stream_nb.CategoricalNB`."""
-        return list(self.gaussian.labels), self._present, self._counts
-
-    def _bucket_columns(
-        self, features: Sequence[Hashable], columns: list[Sequence[Any]]
-    ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
-        """The batch kernel's categorical columns with the values new to a full feature
-        replaced by the "other" bucket, and the features so mapped; ``None`` when a full
-        feature has a missing value (the per-event path handles those)."""
-        cap = self.max_values_per_feature
-        counts: dict[Any, Any] = self._counts
-        out = []
-        mapped = []
-        for f, col in zip(features, columns, strict=True):
-            values = counts[f]
-            if cap is None or n_real(values) < cap:
-                out.append(col)
-                continue
-            if None in col:
-                return None
-            out.append([v if v in values else OTHER for v in col])
-            mapped.append(f)
-        return out, frozenset(mapped)
-
-    def _accepts_new_values(self, feature: Hashable, values: list[Any]) -> bool:
-        """Whether the batch kernel may learn these never-learned values of a categorical
-        feature as they are; otherwise the per-event path applies the cap or rejects them."""
-        cap = self.max_values_per_feature
-        counts: dict[Any, Any] = self._counts
-        new = sum(v is not OTHER for v in values)
-        if cap is not None and n_real(counts[feature]) + new > cap:
-            return False
-        try:
-            check_categories(dict(enumerate(values)))
-        except InvalidEventError:
-            return False
-        return True
+        return list(self.gaussian.labels), self.categorical.present, self.categorical.counts
 
     def kinds(self) -> dict[Hashable, str]:
         """The kind (``"categorical"`` or ``"gaussian"``) of every feature known so far, by name."""
@@ -259,7 +229,7 @@ class NaiveBayes(_GaussianLearner):
                     continue
                 if not learning:
                     if _kind_of(value) == GAUSSIAN:  # a number it could not learn is
-                        _check_number(f, value, self._NUMERIC_HINT)  # rejected here too
+                        check_number(f, value, self._NUMERIC_HINT)  # rejected here too
                     continue  # unknown at prediction time: contributes nothing
                 check_feature_names((f,))
                 kind = _kind_of(value)
@@ -288,27 +258,7 @@ class NaiveBayes(_GaussianLearner):
             if value.__class__ not in CATEGORY_TYPES:
                 check_categories(x, (f,))
         self.gaussian.learn({f: x[f] for f in plan.gaussian}, y, w)
-        present = self._present
-        counts = self._counts
-        cap = self.max_values_per_feature
-        for f, value in cat:
-            by_class = present.get(f)
-            if by_class is None:
-                if not self._admit(self._n_features()):
-                    continue  # max_features reached: not learned
-                by_class = present[f] = {}
-                counts[f] = {}
-            by_class[y] = by_class.get(y, 0.0) + w
-            values = counts[f]
-            value_counts = values.get(value)
-            if value_counts is None:
-                if cap is not None and n_real(values) >= cap:
-                    value_counts = values.get(OTHER)
-                    value = OTHER
-                if value_counts is None:
-                    values[value] = {y: w}
-                    continue
-            value_counts[y] = value_counts.get(y, 0.0) + w
+        self.categorical.learn(cat, y, w, False)  # (event=False: counted in the Gaussian part)
         if fresh:
             self._fix_kinds(plan.gaussian, GAUSSIAN)
             self._fix_kinds([f for f, _ in cat], CATEGORICAL)
@@ -316,7 +266,7 @@ class NaiveBayes(_GaussianLearner):
     def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
         """Record the kind of the features that now have statistics."""
         kinds = self._kinds
-        learned = self.gaussian.feature_index if kind == GAUSSIAN else self._present
+        learned = self.gaussian.feature_index if kind == GAUSSIAN else self.categorical.present
         for f in features:
             if f in learned:
                 kinds.setdefault(f, kind)
@@ -327,37 +277,18 @@ class NaiveBayes(_GaussianLearner):
         if plan is None:
             plan = self._plan(x, learning=False)
         if plan.all_gaussian:
-            return self.gaussian.joint_log_likelihood(x, self._scale)
-        jll = self.gaussian.joint_log_likelihood({f: x[f] for f in plan.gaussian}, self._scale)
+            return joint_log_likelihood(self.gaussian, x, self._scale)
+        jll = joint_log_likelihood(self.gaussian, {f: x[f] for f in plan.gaussian}, self._scale)
         if not jll:
             return jll
         alpha = self.alpha / self._scale  # α in raw units, see Learner
-        present = self._present
-        counts = self._counts
-        cap = self.max_values_per_feature
-        log = _log
-        for f in plan.categorical:
-            value = x[f]
-            values = counts.get(f)
-            if values is None or value is None:
-                continue
-            try:
-                value_counts = values.get(value, _EMPTY)
-            except TypeError:
-                _check_hashable(f, value)
-                raise
-            if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
-                value_counts = values.get(OTHER, _EMPTY)
-            # CategoricalNB's term: log((N_{y,i,v} + α) / (N_{y,i} + S_i α))
-            by_class = present[f]
-            smoothing = len(values) * alpha
-            for y in jll:
-                jll[y] += log(
-                    (value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing)
-                )
+        features = plan.categorical
+        try:
+            self.categorical.add_terms(jll, x, features, alpha)
+        except TypeError:
+            self.categorical.check_hashable(x, features)  # names an unhashable value
+            raise
         return jll
-
-    _VECTORISED = True  # the batch kernel implements exactly this class's formulas
 
     # ------------------------------------------------------------------ merge / scale / state
     def _merge(self, other: NaiveBayes, factor: float) -> None:
@@ -368,39 +299,32 @@ class NaiveBayes(_GaussianLearner):
                 "fix the kinds with the same schema in both"
             )
         self.gaussian.merge(other.gaussian, factor)
-        cap = self.max_values_per_feature
-        if cap is None and self.max_features is None:
-            add_scaled(self._present, other._present, factor)
-            add_scaled(self._counts, other._counts, factor)
+        mine, theirs = self.categorical, other.categorical
+        room = None  # new categorical features that may be learned (None: no bound)
+        if self.max_features is not None:
+            room = self._admit(self._n_features(), len(theirs.present))
+        keep = mine.admitted(theirs, room)
+        unbounded = keep is None and self.max_values_per_feature is None
+        mine.merge(theirs, factor, None if unbounded else mine.value_map(theirs, keep))
+        if self.max_values_per_feature is None and self.max_features is None:
             self._kinds.update(other._kinds)
             return
-        merge_values(
-            self._present,
-            self._counts,
-            other._present,
-            other._counts,
-            factor,
-            cap,
-            self._admit(self._n_features(), len(other._present)),
-        )
         schema = self.schema or {}
         for f, kind in other._kinds.items():
             if f in schema or f in (
-                self.gaussian.feature_index if kind == GAUSSIAN else self._present
+                self.gaussian.feature_index if kind == GAUSSIAN else self.categorical.present
             ):
                 self._kinds.setdefault(f, kind)
 
     def _rescale(self, factor: float) -> None:
         self.gaussian.rescale(factor)
-        rescale(self._present, factor)
-        rescale(self._counts, factor)
+        self.categorical.rescale(factor)
 
     def _stats_to_state(self) -> dict[str, Any]:
         return {
             "gaussian": self.gaussian.to_state(),
             "kinds": pairs(self._kinds),
-            "present": tree_to_pairs(self._present),
-            "counts": tree_to_pairs(self._counts),
+            **self.categorical.to_state(classes=False),
         }
 
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
@@ -415,13 +339,13 @@ class NaiveBayes(_GaussianLearner):
             return str(value)
 
         kinds = read_pairs(stats["kinds"], "stats.kinds", kind_of, key=read_key)
-        _, _, present, counts = load_categorical(
+        categorical = self.categorical
+        categorical.load_state(
             stats,
             "stats",
-            max_values=self.max_values_per_feature,
-            max_features=None,
             class_weight=dict(zip(self.gaussian.labels, self.gaussian.class_weight, strict=True)),
         )
+        present = categorical.present
         if any(kinds.get(f) != GAUSSIAN for f in self.gaussian.features) or any(
             kinds.get(f) != CATEGORICAL for f in present
         ):
@@ -438,13 +362,11 @@ class NaiveBayes(_GaussianLearner):
             raise ModelStateError("stats.kinds: names features that have no statistics")
         self._kinds = kinds
         self._plans = {}
-        self._present = present
-        self._counts = counts
 
     def _size(self) -> tuple[int, int, int]:
         classes, features, stored = self.gaussian.size()
-        stored += count_leaves(self._present) + count_leaves(self._counts)
-        return classes, features + len(self._present), stored
+        stored += self.categorical.size()
+        return classes, features + len(self.categorical.present), stored
 
 
 def _schema_kinds(schema: Mapping[str, str] | None) -> dict[Hashable, str]:
@@ -472,14 +394,3 @@ def _check_schema(schema: Any) -> dict[str, str] | None:
             )
         out[feature] = kind
     return out
-
-
-def _check_hashable(feature: str, value: Any) -> None:
-    try:
-        hash(value)
-    except TypeError:
-        raise InvalidEventError(
-            f"categorical feature {feature!r} has unhashable value {value!r} "
-            f"({type(value).__name__}); send a scalar (str, int, bool…)",
-            reason="invalid_features",
-        ) from None

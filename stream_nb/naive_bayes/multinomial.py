@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping
 from itertools import zip_longest
 from typing import Any
 
-from stream_nb._params import check_alpha, check_bool, check_class_prior, log_prior
+from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb._stores import rescale
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, check_counts, count_stats
@@ -104,12 +104,12 @@ class MultinomialNB(_TokenLearner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(
+            alpha,
             max_vocabulary=max_vocabulary,
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
         )
-        self.alpha = check_alpha(alpha)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self._inv_alpha = 1.0 / self.alpha
@@ -130,34 +130,17 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        total, smallest = count_stats(x)
-        tokens = self._learned_tokens(x)
-        if tokens is not x:  # vocabulary bounds applied
-            x = tokens
-            total, smallest = count_stats(x)
-        k = self._add_weight(y, w)
+        x, (total, smallest), k = self._start_learning(x, y, w, count_stats)
         self._class_extra["class_tokens"][y] += total * w
         rows = self._counts
         i_count = 2 * k + 2  # N_{k,w}; its log1p(N/α) sits just before
         size = i_count + 1
-        if not self._cache_logs:
-            for token, c in x.items():
-                if c > 0:
-                    row = rows.get(token)
-                    if row is None:
-                        row = rows[token] = [0.0] * size
-                        row[0] = 1.0
-                    try:
-                        row[i_count] += c * w
-                    except IndexError:
-                        row.extend([0.0] * (size - len(row)))
-                        row[i_count] = c * w
-            return
+        cache = self._cache_logs
         inv_alpha = self._inv_alpha
         log1p = _log1p
         i_log = i_count - 1
         get = rows.get
-        if w == 1.0 and smallest > 0:  # the common case, without the zero test and the product
+        if cache and w == 1.0 and smallest > 0:  # the common case: no zero test, no product
             for token, c in x.items():
                 row = get(token)
                 if row is None:
@@ -181,7 +164,8 @@ class MultinomialNB(_TokenLearner):
                 except IndexError:  # first count of class k for this token
                     row.extend([0.0] * (size - len(row)))
                     n = row[i_count] = c * w
-                row[i_log] = log1p(n * inv_alpha)
+                if cache:
+                    row[i_log] = log1p(n * inv_alpha)
 
     # ------------------------------------------------------------------ prediction
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:

@@ -27,8 +27,13 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["DENSE_MAX_BYTES", "DenseBlock"]
+__all__ = ["DENSE_MAX_BYTES", "DenseBlock", "Floats", "Indices"]
+
+#: Count arrays, and item indices / columns into them.
+Floats = npt.NDArray[np.float64]
+Indices = npt.NDArray[np.intp]
 
 #: Largest dense block (bytes of the count arrays at their allocated
 #: capacity). 32 MiB holds e.g. 10 classes × 640 items or 2 classes × 1,400
@@ -83,7 +88,7 @@ class DenseBlock:
         self.n_classes = n_classes
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
-        self._vectors: list[Any] = []
+        self._vectors: list[tuple[Indices, Floats]] = []
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
 
     def _alloc(self, d: int, f: int) -> None:
@@ -127,7 +132,7 @@ class DenseBlock:
 
     def _indices(
         self, items: list[Item], pair_features: Mapping[Hashable, None]
-    ) -> tuple[Any, Any] | None:
+    ) -> tuple[Indices, Indices] | None:
         """Item indices and columns (arrays) of the pair items, allocating new ones.
 
         ``None``: the block would be too large.
@@ -290,7 +295,7 @@ class DenseBlock:
                     out[(i, vi)] = sub
         return out
 
-    def pair_terms(self, at: list[tuple[int, int, int, float]], a: float) -> Any:
+    def pair_terms(self, at: list[tuple[int, int, int, float]], a: float) -> Floats:
         """``Σ log((N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j))`` by class, shape ``(K,)``.
 
         ``at`` lists ``(parent item, child item, child column, α S_j)``; item
@@ -303,7 +308,7 @@ class DenseBlock:
         den = self.ctx_rows.take(pi * self.ctx.shape[1] + arr[:, 2].astype(np.intp), axis=0)
         den += arr[:, 3:4]
         num /= den
-        out: Any = self.vectors(len(at))[1] @ np.log(num)
+        out: Floats = self.vectors(len(at))[1] @ np.log(num)
         return out
 
     def size(self) -> int:
@@ -326,7 +331,7 @@ class DenseBlock:
         return int(k * (ctx_seen.sum() + (per_node * ctx_seen).sum()))
 
     # ------------------------------------------------------------------ scoring
-    def children(self, items: list[Item]) -> tuple[Any, Any]:
+    def children(self, items: list[Item]) -> tuple[Indices, Indices]:
         """Item indices (``0``: value never learned) and columns of the learned pair features."""
         get = self.index.get
         known = [get(item, 0) for item in items]
@@ -343,14 +348,14 @@ class DenseBlock:
                 cols.append(c)
         return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp)
 
-    def vectors(self, n: int) -> tuple[Any, Any]:
+    def vectors(self, n: int) -> tuple[Indices, Floats]:
         """Cached ``arange(n)`` and ``ones(n)``."""
         cache = self._vectors
         while len(cache) <= n:
             cache.append((np.arange(len(cache)), np.ones(len(cache))))
         return cache[n]
 
-    def spode_scores(self, idx: Any, cols: Any, parents: Any, a: float) -> Any:
+    def spode_scores(self, idx: Indices, cols: Indices, parents: Indices, a: float) -> Floats:
         """``SPODE_i(y)`` for each parent position, shape ``(len(parents), K)``.
 
         ``log P̂(y, x_i) + Σ_{j ≠ i} log P̂(x_j | y, x_i)`` with
@@ -376,5 +381,5 @@ class DenseBlock:
         ]
         ratio /= den
         ones = self.vectors(len(idx))[1]
-        out: Any = ones @ np.log(ratio)
+        out: Floats = ones @ np.log(ratio)
         return out

@@ -3,9 +3,10 @@
 Notation (all weights in the raw units of :mod:`stream_nb.base`):
 
 ``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)``
-    Kept by an embedded :class:`~stream_nb.naive_bayes.categorical.CategoricalNB` (its
-    ``_class_weight``, ``_total_weight``, ``_present`` and ``_counts``), whose
-    scoring is reused as the fallback with the same α.
+    Kept by a :class:`~stream_nb.naive_bayes._categorical_stats.CategoricalStatistics`
+    (``categorical``: its ``class_weight``, ``total_weight``, ``present`` and
+    ``counts``), the statistics of CategoricalNB, whose Naive Bayes score is the
+    learners' fallback with the same α.
 ``N_i``
     ``feature_weight[i]``: weight of events in which feature ``i`` was present.
 ``N(x_i)``
@@ -18,13 +19,14 @@ Notation (all weights in the raw units of :mod:`stream_nb.base`):
 Pair counts are lists indexed by class (``classes[y] = k``, the order classes
 were first learned) rather than dicts keyed by class: AODE's prediction reads
 ``d(d − 1)`` such vectors and zipping lists avoids ``d(d − 1)·K`` ``dict.get``
-calls (docs/benchmarks.md). A new
-class appends one ``0.0`` to every vector once (O(model), rare).
+calls (docs/benchmarks.md). A new class appends one ``0.0`` to every vector
+once (O(model), rare).
 
 Learning an event with ``d`` features present costs ``d`` single updates and
-``d(d − 1)`` pair updates; nothing else is touched.
+``d(d − 1)`` pair updates; nothing else is touched. Pair nodes have the shape
+described in :mod:`stream_nb.seminaive._nodes`.
 
-With ``dense=True`` (AODE, SPODE) the pair counts live instead in a
+With ``dense=True`` (as the four learners make it) the pair counts live instead in a
 :class:`~stream_nb.seminaive._dense.DenseBlock` of numpy arrays while it stays
 under :data:`~stream_nb.seminaive._dense.DENSE_MAX_BYTES`; past that, or after
 a merge or state load that does not fit, the store converts to (or stays with)
@@ -35,7 +37,7 @@ demand (states, merges and sizes are the same in both representations).
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Hashable, Mapping
+from collections.abc import Container, Hashable, Iterable, Mapping
 from typing import Any
 
 from stream_nb._exceptions import ModelStateError
@@ -51,24 +53,21 @@ from stream_nb._state import (
     read_mapping,
     read_pairs,
 )
-from stream_nb._stores import (
-    OTHER,
-    add_scaled,
-    count_leaves,
-    rescale,
-    tree_from_pairs,
-    tree_to_pairs,
-    value_map,
-)
-from stream_nb.naive_bayes.categorical import CategoricalNB, load_categorical
+from stream_nb._stores import OTHER, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
+from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._dense import DenseBlock
+from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 
-__all__ = ["OTHER", "PairStore", "add_vector", "chi2_quantile", "load_vector"]
+__all__ = ["OTHER", "Item", "PairStore", "canonical", "chi2_quantile", "log_product_ratio"]
 
 _log = math.log
 
 Item = tuple[Hashable, Hashable]
-Node = list[Any]  # [ctx: list by class, values: dict v_j -> list by class]
+
+#: The "missing value" marker of the store's categorical statistics: none. The
+#: store learns encoded items, in which ``None`` is the "other" bucket.
+_NO_MISSING = object()
 
 
 class PairStore:
@@ -76,12 +75,16 @@ class PairStore:
 
     Parameters
     ----------
-    alpha
-        Smoothing constant of the embedded CategoricalNB fallback.
+    max_pair_features
+        Features with pair counts: the first ones learned (``None``: all).
+    dense
+        Keep the pair counts in a dense block while it is small enough.
+    max_values_per_feature
+        The learner's cap on distinct values (the "other" bucket past it).
 
     Examples
     --------
-    >>> s = PairStore(alpha=1.0)
+    >>> s = PairStore()
     >>> s.add_class("yes")
     >>> s.learn([("a", 1), ("b", "x")], "yes", 1.0)
     >>> s.pairs[("a", 1)]["b"]
@@ -92,11 +95,11 @@ class PairStore:
 
     __slots__ = (
         "_sparse",
+        "categorical",
         "classes",
         "dense",
         "feature_weight",
         "max_pair_features",
-        "nb",
         "pair_features",
         "value_weight",
         "want_dense",
@@ -104,12 +107,11 @@ class PairStore:
 
     def __init__(
         self,
-        alpha: float,
         max_pair_features: int | None = None,
         dense: bool = False,
         max_values_per_feature: int | None = None,
     ) -> None:
-        self.nb = CategoricalNB(alpha=alpha, max_values_per_feature=max_values_per_feature)
+        self.categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
         self.feature_weight: dict[Hashable, float] = {}
         self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
@@ -124,7 +126,7 @@ class PairStore:
     def pairs(self) -> dict[Item, dict[Hashable, Node]]:
         """The sparse pair counts (built from the dense block when there is one: read only)."""
         if self.dense is not None:
-            return self.dense.to_sparse(self.nb._counts)
+            return self.dense.to_sparse(self.categorical.counts)
         return self._sparse
 
     def pair_node(
@@ -151,10 +153,16 @@ class PairStore:
         return dense.pair[a, b].tolist(), dense.ctx[a, c].tolist()
 
     def to_sparse(self) -> None:
-        """Keep the pair counts in dictionaries from now on (drop the dense block)."""
+        """Move the pair counts into dictionaries (drop the dense block; :meth:`try_dense`
+        may build one again)."""
         if self.dense is not None:
-            self._sparse = self.dense.to_sparse(self.nb._counts)
+            self._sparse = self.dense.to_sparse(self.categorical.counts)
             self.dense = None
+
+    def keep_sparse(self) -> None:
+        """Keep the pair counts in dictionaries for good (never in a dense block)."""
+        self.want_dense = False
+        self.to_sparse()
 
     def try_dense(self) -> None:
         """Move the pair counts into a dense block if wanted and small enough."""
@@ -162,7 +170,7 @@ class PairStore:
             return
         block = DenseBlock(len(self.classes))
         if block.load(
-            self.nb._counts,
+            self.categorical.counts,
             self.classes,
             self.feature_weight,
             self.value_weight,
@@ -187,11 +195,7 @@ class PairStore:
             if self.dense.add_class():
                 return
             self.to_sparse()  # the block would be too large: it has K − 1 classes
-        for sub in self._sparse.values():
-            for ctx, values in sub.values():
-                ctx.append(0.0)
-                for row in values.values():
-                    row.append(0.0)
+        _nodes.add_class(self._sparse)
 
     # ------------------------------------------------------------------ learning
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
@@ -199,39 +203,24 @@ class PairStore:
 
         ``y`` must have been given an index with :meth:`add_class`.
         """
-        nb = self.nb
-        class_weight = nb._class_weight
-        class_weight[y] = class_weight.get(y, 0.0) + w
-        nb._total_weight += w
-        present: dict[Any, Any] = nb._present
-        counts: dict[Any, Any] = nb._counts
+        self.categorical.learn(items, y, w)
         feature_weight = self.feature_weight
         value_weight = self.value_weight
         pair_features = self.pair_features
         for f, v in items:
-            by_class = present.get(f)
-            if by_class is None:
-                by_class = present[f] = {}
-                counts[f] = {}
-                value_weight[f] = {}
+            fvw = value_weight.get(f)
+            if fvw is None:  # a feature learned for the first time
+                fvw = value_weight[f] = {}
                 feature_weight[f] = 0.0
                 self._admit(f)
-            by_class[y] = by_class.get(y, 0.0) + w
             feature_weight[f] += w
-            values = counts[f]
-            vc = values.get(v)
-            if vc is None:
-                values[v] = {y: w}
-            else:
-                vc[y] = vc.get(y, 0.0) + w
-            fvw = value_weight[f]
             fvw[v] = fvw.get(v, 0.0) + w
         k = self.classes[y]
         if self.dense is not None:
             if self.dense.learn(items, pair_features, k, w):
                 return
             self.to_sparse()  # the block would be too large
-        if len(pair_features) < len(present):  # some features are Naive Bayes only
+        if len(pair_features) < len(feature_weight):  # some features are Naive Bayes only
             items = [item for item in items if item[0] in pair_features]
         if len(items) < 2:
             return
@@ -261,22 +250,14 @@ class PairStore:
         of the event, in both directions: afterwards the store is exactly as if
         the event had been learned with ``items + [item]``.
         """
-        nb = self.nb
         f, v = item
-        present: dict[Any, Any] = nb._present
-        if f not in present:
-            present[f] = {}
-            nb._counts[f] = {}  # type: ignore[index]
-            self.value_weight[f] = {}
+        self.categorical.learn([item], y, w, event=False)
+        fvw = self.value_weight.get(f)
+        if fvw is None:
+            fvw = self.value_weight[f] = {}
             self.feature_weight[f] = 0.0
             self._admit(f)
-        by_class = present[f]
-        by_class[y] = by_class.get(y, 0.0) + w
         self.feature_weight[f] += w
-        values: dict[Any, Any] = nb._counts[f]  # type: ignore[index]
-        vc = values.setdefault(v, {})
-        vc[y] = vc.get(y, 0.0) + w
-        fvw = self.value_weight[f]
         fvw[v] = fvw.get(v, 0.0) + w
         pair_features = self.pair_features
         if f not in pair_features:
@@ -293,26 +274,17 @@ class PairStore:
         pairs = self._sparse
         sub = pairs.setdefault(item, {})
         for other in items:
-            for parent, j, vj in ((sub, other[0], other[1]), (pairs.setdefault(other, {}), f, v)):
-                node = parent.get(j)
-                if node is None:
-                    node = parent[j] = [[0.0] * n_classes, {}]
-                node[0][k] += w
-                row = node[1].get(vj)
-                if row is None:
-                    row = node[1][vj] = [0.0] * n_classes
-                row[k] += w
+            count(sub, other[0], other[1], k, w, n_classes)
+            count(pairs.setdefault(other, {}), f, v, k, w, n_classes)
 
     # ------------------------------------------------------------------ merging
     def value_map(
-        self, other: PairStore, cap: int | None, keep: Container[Hashable] | None = None
+        self, other: PairStore, keep: Container[Hashable] | None = None
     ) -> dict[Hashable, dict[Hashable, Hashable]]:
-        """Where each of ``other``'s values lands here: itself, or :data:`OTHER` past the cap
-        (:func:`stream_nb._stores.value_map`), for its features in ``keep`` (all by default)."""
-        theirs: Any = other.nb._counts
-        if keep is not None:
-            theirs = {f: v for f, v in theirs.items() if f in keep}
-        return value_map(self.nb._counts, theirs, cap)
+        """Where each of ``other``'s values lands here: itself, or :data:`OTHER` past the cap,
+        for its features in ``keep`` (all by default); see
+        :meth:`~stream_nb.naive_bayes._categorical_stats.CategoricalStatistics.value_map`."""
+        return self.categorical.value_map(other.categorical, keep)
 
     def class_map(self, other: PairStore) -> list[int]:
         """Index here of each of ``other``'s class indices (add its new classes first)."""
@@ -324,81 +296,54 @@ class PairStore:
         factor: float,
         vmap: Mapping[Hashable, Mapping[Hashable, Hashable]],
     ) -> None:
-        """Add ``factor × other``, relabelling values through ``vmap`` (see :meth:`value_map`).
+        """Add ``factor × other``, relabelling values through ``vmap`` (see :meth:`value_map`);
+        ``other``'s features missing from ``vmap`` are left out.
 
         Every class of ``other`` must already have an index here (:meth:`add_class`).
         """
         cmap = self.class_map(other)
         n_classes = len(self.classes)
-        nb, onb = self.nb, other.nb
         self.to_sparse()
-        for f in onb._counts:
-            if f not in nb._counts and f in vmap:
+        theirs = other.categorical.counts
+        for f in theirs:
+            if f not in self.feature_weight and f in vmap:
                 self._admit(f)
-        pair_features = self.pair_features
-        add_scaled(nb._class_weight, onb._class_weight, factor)
-        nb._total_weight += onb._total_weight * factor
-        if len(vmap) == len(onb._counts):
-            add_scaled(nb._present, onb._present, factor)
-            add_scaled(self.feature_weight, other.feature_weight, factor)
-        else:  # some of other's features are past max_features: not learned
-            present: dict[Any, Any] = nb._present
-            their_present: dict[Any, Any] = onb._present
-            for g in vmap:
-                add_scaled(present.setdefault(g, {}), their_present[g], factor)
-                self.feature_weight[g] = self.feature_weight.get(g, 0.0) + (
-                    other.feature_weight[g] * factor
-                )
-        for f, values in onb._counts.items():
-            if f not in vmap:
-                continue
-            mapping = vmap[f]
-            dst = nb._counts.setdefault(f, {})
-            dst_w = self.value_weight.setdefault(f, {})
-            src_w = other.value_weight[f]
-            for v, by_class in values.items():
+        self.categorical.merge(other.categorical, factor, vmap)
+        feature_weight, value_weight = self.feature_weight, self.value_weight
+        for f, values in theirs.items():
+            mapping = vmap.get(f)
+            if mapping is None:
+                continue  # past max_features: not learned
+            feature_weight[f] = feature_weight.get(f, 0.0) + other.feature_weight[f] * factor
+            dst = value_weight.setdefault(f, {})
+            src = other.value_weight[f]
+            for v in values:
                 t = mapping[v]
-                add_scaled(dst.setdefault(t, {}), by_class, factor)
-                dst_w[t] = dst_w.get(t, 0.0) + src_w[v] * factor
+                dst[t] = dst.get(t, 0.0) + src[v] * factor
+        pair_features = self.pair_features
         for (i, vi), sub in other.pairs.items():
             if i not in pair_features or i not in vmap:
                 continue  # Naive Bayes only (or not learned) here: drop the pairs of i
-            dst_sub = self._sparse.setdefault((i, vmap[i][vi]), {})
-            for j, (ctx, values) in sub.items():
-                if j not in pair_features or j not in vmap:
-                    continue
-                node = dst_sub.get(j)
-                if node is None:
-                    node = dst_sub[j] = [[0.0] * n_classes, {}]
-                add_vector(node[0], ctx, cmap, factor)
-                mapping = vmap[j]
-                dst_values = node[1]
-                for vj, row in values.items():
-                    t = mapping[vj]
-                    target = dst_values.get(t)
-                    if target is None:
-                        target = dst_values[t] = [0.0] * n_classes
-                    add_vector(target, row, cmap, factor)
+            nodes = self._sparse.setdefault((i, vmap[i][vi]), {})
+            for j, node in sub.items():
+                if j in pair_features and j in vmap:
+                    add_node(nodes, j, node, cmap, vmap[j], factor, n_classes)
         self.try_dense()
 
     def rescale(self, factor: float) -> None:
         """Multiply every stored weight by ``factor``."""
-        self.nb._rescale(factor)
+        self.categorical.rescale(factor)
         rescale(self.feature_weight, factor)
         rescale(self.value_weight, factor)
         if self.dense is not None:
             self.dense.rescale(factor)
-        for sub in self._sparse.values():
-            for ctx, values in sub.values():
-                ctx[:] = [v * factor for v in ctx]
-                for row in values.values():
-                    row[:] = [v * factor for v in row]
+        _nodes.rescale(self._sparse, factor)
 
     # ------------------------------------------------------------------ state
     def to_state(self) -> dict[str, Any]:
         """JSON-able statistics."""
         return {
-            "nb": self.nb._stats_to_state(),
+            "nb": self.categorical.to_state(),
             "pair_features": [encode_key(f) for f in self.pair_features],
             "feature_weight": tree_to_pairs(self.feature_weight),
             "value_weight": tree_to_pairs(self.value_weight),
@@ -415,7 +360,9 @@ class PairStore:
     def load_state(self, state: Any, where: str = "stats.store") -> None:
         """Inverse of :meth:`to_state`, validated (O(size)).
 
-        Checks, besides those of :func:`stream_nb.naive_bayes.categorical.load_categorical`:
+        Checks, besides those of
+        :meth:`~stream_nb.naive_bayes._categorical_stats.CategoricalStatistics.load_state`
+        (on ``nb``, the categorical statistics):
         ``N_i = Σ_y N(y, i)`` and ``N(x_i) = Σ_y N(y, x_i)`` for every
         learned feature and value; pair features learned and at most
         ``max_pair_features``; every pair node of two distinct pair features
@@ -425,15 +372,11 @@ class PairStore:
         state = read_mapping(
             state, where, ("nb", "pair_features", "feature_weight", "value_weight", "pairs")
         )
-        nb = self.nb
-        cap = nb.max_values_per_feature
-        nb_state = read_mapping(
-            state["nb"], f"{where}.nb", ("class_weight", "total_weight", "present", "counts")
-        )
-        loaded = load_categorical(nb_state, f"{where}.nb", max_values=cap, max_features=None)
-        nb._class_weight, nb._total_weight, nb._present, nb._counts = loaded
-        present: dict[Any, Any] = nb._present
-        counts: dict[Any, Any] = nb._counts
+        categorical = self.categorical
+        categorical.load_state(state["nb"], f"{where}.nb")
+        cap = categorical.max_values
+        present = categorical.present
+        counts = categorical.counts
         self.feature_weight = read_pairs(
             state["feature_weight"], f"{where}.feature_weight", read_count
         )
@@ -466,7 +409,7 @@ class PairStore:
                     vw[v], by_class_v.values(), f"{where}.value_weight[{f!r}][{v!r}]",
                     "its class weights",
                 )  # fmt: skip
-        self.classes = {y: k for k, y in enumerate(nb._class_weight)}
+        self.classes = {y: k for k, y in enumerate(categorical.class_weight)}
         self.pair_features = dict.fromkeys(
             read_keys(state["pair_features"], f"{where}.pair_features")
         )
@@ -499,10 +442,7 @@ class PairStore:
                 j = read_key(j, f"{nat}[0]")
                 if j == i or j not in self.pair_features or j in node_map:
                     raise ModelStateError(f"{nat}: feature {j!r} is not a new pair feature here")
-                ctx = load_vector(ctx, n_classes, f"{nat}[1]")
-                rows = read_pairs(
-                    values, f"{nat}[2]", lambda v, w: load_vector(v, n_classes, w), key=value
-                )
+                ctx, rows = load_node(ctx, values, n_classes, nat, value)
                 if not rows.keys() <= counts[j].keys():
                     raise ModelStateError(f"{nat}[2]: values that feature {j!r} never learned")
                 for k, y in enumerate(labels):
@@ -519,15 +459,11 @@ class PairStore:
 
     def size(self) -> int:
         """Stored numbers."""
-        nb = self.nb
-        n = len(nb._class_weight) + 1 + count_leaves(nb._present) + count_leaves(nb._counts)
+        n = self.categorical.size() + 1  # (and N)
         n += len(self.feature_weight) + count_leaves(self.value_weight)
         if self.dense is not None:
             return n + self.dense.size()
-        for sub in self._sparse.values():
-            for ctx, values in sub.values():
-                n += len(ctx) * (1 + len(values))
-        return n
+        return n + _nodes.size(self._sparse)
 
     # ------------------------------------------------------------------ information
     def class_mutual_information(self) -> dict[Hashable, float]:
@@ -536,21 +472,32 @@ class PairStore:
         Absence counts as no information: each term is weighted by
         ``N(y, x_i) / N`` over all events, so rarely present features rank low.
         """
-        nb = self.nb
-        total = nb._total_weight
+        categorical = self.categorical
+        total = categorical.total_weight
         out: dict[Hashable, float] = {}
-        for f, values in nb._counts.items():
+        for f, values in categorical.counts.items():
             n_f = self.feature_weight[f]
-            by_class = nb._present[f]
+            by_class = categorical.present[f]
             vw = self.value_weight[f]
             mi = 0.0
             for v, vc in values.items():
                 nv = vw[v]
                 for y, n in vc.items():
                     if n > 0.0:
-                        mi += n * _log_ratio(n, n_f, by_class[y], nv)
+                        mi += n * log_product_ratio(n, n_f, by_class[y], nv)
             out[f] = mi / total if total > 0 else 0.0
         return out
+
+    def feature_order(self) -> dict[Hashable, int]:
+        """Position of each learned feature in learning order (keys ``(i, j)`` of
+        :meth:`conditional_mutual_information` have ``i`` first)."""
+        return {f: k for k, f in enumerate(self.categorical.counts)}
+
+    def ranked(self, features: Iterable[Hashable] | None = None) -> list[Hashable]:
+        """``features`` (default: every learned one) by ``I(X_i; Y)``, largest first; ties
+        by name (:func:`canonical`), never by learning order."""
+        mi = self.class_mutual_information()
+        return sorted(mi if features is None else features, key=lambda f: (-mi[f], canonical(f)))
 
     def conditional_mutual_information(
         self, scale: float = 1.0, z: float | None = None
@@ -572,7 +519,7 @@ class PairStore:
             ``df = K (S_i − 1)(S_j − 1)`` (Wilson–Hilferty approximation) are
             left out: their dependence is indistinguishable from sampling noise.
         """
-        order: dict[Any, int] = {f: k for k, f in enumerate(self.nb._counts)}
+        order = self.feature_order()
         # (i, j) -> list of the nodes of every v_i
         tables: dict[tuple[Hashable, Hashable], list[Node]] = {}
         for (i, _vi), sub in self.pairs.items():
@@ -580,7 +527,7 @@ class PairStore:
             for j, node in sub.items():
                 if oi < order[j]:
                     tables.setdefault((i, j), []).append(node)
-        total = self.nb._total_weight
+        total = self.categorical.total_weight
         out: dict[tuple[Hashable, Hashable], float] = {}
         if total <= 0:
             return out
@@ -601,7 +548,7 @@ class PairStore:
                     c = col[vj]
                     for k, n in enumerate(row):
                         if n > 0.0:
-                            g += n * _log_ratio(n, t_y[k], ctx[k], c[k])
+                            g += n * log_product_ratio(n, t_y[k], ctx[k], c[k])
             if z is not None:
                 df = sum(t > 0.0 for t in t_y) * (len(nodes) - 1) * (len(col) - 1)
                 if df == 0 or 2.0 * g * scale <= chi2_quantile(df, z):
@@ -610,9 +557,19 @@ class PairStore:
         return out
 
 
-def _log_ratio(a: float, b: float, c: float, d: float) -> float:
+def log_product_ratio(a: float, b: float, c: float, d: float) -> float:
     """``log(a·b / (c·d))`` for positive weights, also where a product leaves the double
-    range (weights decayed towards 0 by forgetting): then as a sum of logarithms."""
+    range (weights decayed towards 0 by forgetting): then as a sum of logarithms.
+
+    The term of every mutual information here and in :mod:`stream_nb.informative`.
+
+    Examples
+    --------
+    >>> log_product_ratio(2.0, 3.0, 1.0, 6.0)
+    0.0
+    >>> round(log_product_ratio(1e-200, 1e-200, 1e-250, 1e-250), 4)  # c·d underflows to 0
+    230.2585
+    """
     den = c * d
     if den > 0.0:
         r = a * b / den
@@ -636,16 +593,6 @@ def chi2_quantile(df: int, z: float) -> float:
     return df * (1.0 - c + z * math.sqrt(c)) ** 3
 
 
-def add_vector(dst: list[float], src: list[float], cmap: list[int], factor: float) -> None:
-    """``dst[cmap[k]] += factor × src[k]``: add a class vector of another model."""
-    for k, v in enumerate(src):
-        dst[cmap[k]] += v * factor
-
-
-def load_vector(values: Any, n_classes: int, where: str = "state") -> list[float]:
-    """A class vector from a state: ``n_classes`` finite weights ≥ 0."""
-    if not isinstance(values, list) or len(values) != n_classes:
-        raise ModelStateError(
-            f"{where}: count vectors must hold one number per class ({n_classes})"
-        )
-    return [read_count(v, f"{where}[{k}]") for k, v in enumerate(values)]
+def canonical(feature: Hashable) -> tuple[str, str]:
+    """A sort key for feature names that does not depend on the order they were learned in."""
+    return (type(feature).__name__, repr(feature))

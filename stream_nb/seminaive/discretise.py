@@ -215,7 +215,7 @@ class Discretiser:
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
     ) -> None:
         self.n_bins = n_bins
-        # ``math.inf``: never freeze from the own sample (model sync, see Learner.defer_binning)
+        # ``math.inf`` after :meth:`defer`: never freeze from the own sample
         self.warmup: float = warmup
         self.edges: dict[Hashable, list[float]] = {f: list(e) for f, e in (bin_edges or {}).items()}
         # feature -> [values, weights, total weight]
@@ -281,6 +281,28 @@ class Discretiser:
             for v, w in zip(values, weights, strict=True):
                 if self.learn_value(feature, v, w) is not None or feature in self.edges:
                     break
+
+    def defer(self) -> None:
+        """Never freeze cut points from this discretiser's own sample: only a merge brings
+        frozen ones (model sync, see :meth:`stream_nb.base.Learner.defer_binning`)."""
+        self.warmup = math.inf
+
+    def bin_like(self, other: Discretiser) -> None:
+        """Take ``other``'s frozen cut points (for features with none here), then
+        :meth:`defer`: a model delta bins as its model does, and leaves values still
+        warming up raw, to be binned by the model it is merged into.
+
+        Examples
+        --------
+        >>> model = Discretiser(n_bins=2, warmup=2, bin_edges={"t": [0.5]})
+        >>> delta = Discretiser(n_bins=2, warmup=2)
+        >>> delta.bin_like(model)
+        >>> delta.learn_value("t", 1.0), [delta.learn_value("u", v) for v in (1.0, 2.0, 3.0)]
+        (1, [None, None, None])
+        """
+        for feature, edges in other.edges.items():
+            self.edges.setdefault(feature, list(edges))
+        self.defer()
 
     def to_state(self) -> dict[str, Any]:
         """Edges and warm-up samples as JSON-able pair lists (integers exact)."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, Unpack
 
-from stream_nb.seminaive._base import SIGNIFICANCE_Z, _Dependence, canonical, check_int
+from stream_nb.seminaive._base import SemiNaiveOptions, check_int, shared_signature
+from stream_nb.seminaive._dependence import _Dependence
 
 __all__ = ["KDB"]
 
@@ -27,21 +28,16 @@ class KDB(_Dependence):
     event; they start when the structure gives the feature that parent set
     (so they hold fewer events than the pair counts), and the model falls
     back to the best single present parent, then to CategoricalNB, exactly as
-    described in :class:`~stream_nb.seminaive._base._Dependence`. Their size
+    described in :class:`~stream_nb.seminaive._dependence._Dependence`. Their size
     is bounded by ``max_values_per_feature^(k+1) · K`` per feature.
 
     Parameters
     ----------
     k
         Maximum number of feature parents per feature (≥ 1).
-    alpha, rebuild_every, min_parent_count, max_values_per_feature
+    alpha, rebuild_every, min_parent_count, max_values_per_feature, n_bins, warmup,
+    bin_edges, schema, max_pair_features, half_life, max_classes, max_features
         As in :class:`~stream_nb.TAN`.
-    n_bins, warmup, bin_edges, schema, max_pair_features
-        As in :class:`~stream_nb.TAN`.
-    half_life
-        Optional forgetting, see :class:`stream_nb.base.Learner`.
-    max_classes, max_features
-        Memory bounds, as in :class:`~stream_nb.SPODE`.
 
     Examples
     --------
@@ -58,54 +54,28 @@ class KDB(_Dependence):
     {'a': (), 'b': ('a',)}
     """
 
+    @shared_signature
     def __init__(
         self,
         k: int = 2,
         *,
         alpha: float = 1.0,
         rebuild_every: int = 1000,
-        min_parent_count: float = 1.0,
-        max_values_per_feature: int | None = 100,
-        n_bins: int = 10,
-        warmup: int = 100,
-        bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
-        schema: Mapping[Hashable, str] | None = None,
-        max_pair_features: int | None = 200,
-        half_life: float | None = None,
-        max_classes: int | None = None,
-        max_features: int | None = None,
+        **options: Unpack[SemiNaiveOptions],
     ) -> None:
-        super().__init__(
-            rebuild_every=rebuild_every,
-            alpha=alpha,
-            min_parent_count=min_parent_count,
-            max_values_per_feature=max_values_per_feature,
-            n_bins=n_bins,
-            warmup=warmup,
-            bin_edges=bin_edges,
-            schema=schema,
-            half_life=half_life,
-            max_pair_features=max_pair_features,
-            max_classes=max_classes,
-            max_features=max_features,
-        )
+        super().__init__(alpha, rebuild_every=rebuild_every, **options)
         self.k = check_int(k, "k", 1)
 
     def _params(self) -> dict[str, Any]:
         return {"k": self.k, **super()._params()}
 
     def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
-        store = self._store
-        features = list(store.pair_features)
-        mi = store.class_mutual_information()
-        cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
-        order: dict[Any, int] = {f: n for n, f in enumerate(store.nb._counts)}
-        ranked = sorted(features, key=lambda f: (-mi[f], canonical(f)))
+        ranked, weight = self._dependencies()
         parents: dict[Hashable, tuple[Hashable, ...]] = {}
         for r, f in enumerate(ranked):
             scored = []
             for g in ranked[:r]:
-                w = cmi.get((g, f) if order[g] < order[f] else (f, g), 0.0)
+                w = weight(g, f)
                 if w > 0.0:
                     scored.append((w, g))
             scored.sort(key=lambda t: -t[0])

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, Unpack
 
 from stream_nb.base import Capabilities
-from stream_nb.seminaive._base import _SemiNaive, canonical, check_feature_name
-from stream_nb.seminaive._store import Item
+from stream_nb.seminaive._base import SemiNaiveOptions, check_feature_name, shared_signature
+from stream_nb.seminaive._store import canonical
+from stream_nb.seminaive._superparent import _SuperParent
 
 __all__ = ["SPODE"]
 
 
-class SPODE(_SemiNaive):
+class SPODE(_SuperParent):
     """Super-parent one-dependence estimator: every feature depends on the class and ``parent``.
 
     With α = ``alpha``, ``K`` classes and ``S_i`` distinct values of feature ``i`` so far,
@@ -96,93 +97,30 @@ class SPODE(_SemiNaive):
             ],
         }
 
+    @shared_signature
     def __init__(
         self,
         parent: Hashable | None = None,
         *,
         alpha: float = 1.0,
-        min_parent_count: float = 1.0,
-        max_values_per_feature: int | None = 100,
-        n_bins: int = 10,
-        warmup: int = 100,
-        bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
-        schema: Mapping[Hashable, str] | None = None,
-        max_pair_features: int | None = 200,
-        half_life: float | None = None,
-        max_classes: int | None = None,
-        max_features: int | None = None,
+        **options: Unpack[SemiNaiveOptions],
     ) -> None:
-        super().__init__(
-            alpha=alpha,
-            min_parent_count=min_parent_count,
-            max_values_per_feature=max_values_per_feature,
-            n_bins=n_bins,
-            warmup=warmup,
-            bin_edges=bin_edges,
-            schema=schema,
-            half_life=half_life,
-            max_pair_features=max_pair_features,
-            max_classes=max_classes,
-            max_features=max_features,
-        )
+        super().__init__(alpha, **options)
         self.parent = None if parent is None else check_feature_name(parent, "parent")
         self._auto: tuple[tuple[float, float, int], Hashable] | None = None
-
-    _dense_pairs = True
 
     def _params(self) -> dict[str, Any]:
         return {"parent": self.parent, **super()._params()}
 
-    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        store = self._store
-        class_weight = store.nb._class_weight
-        if not class_weight:
-            return {}
-        items = self._encode(x, False)
-        name = self.parent if self.parent is not None else self._best_parent()
-        if store.dense is not None:
-            return self._dense_jll(items, name)
-        parent = None
-        for item in items:
-            if item[0] == name:
-                values = store.value_weight.get(item[0])
-                if (
-                    values is not None
-                    and item[0] in store.pair_features
-                    and values.get(item[1], 0.0) >= self._raw_threshold()
-                ):
-                    parent = item
-                break
-        if parent is None:
-            return self._fallback(items)
-        a = self.alpha / self._scale
-        classes = list(class_weight)
-        children = self._children(items, a)
-        scores = self._spode(parent, children, classes, a, self._safe_chunk(a, children))
-        naive = self._naive_terms(items, classes, a)
-        if naive is not None:
-            scores = [v + t for v, t in zip(scores, naive, strict=True)]
-        return dict(zip(classes, scores, strict=True))
-
-    def _dense_jll(self, items: list[Item], name: Hashable) -> dict[Hashable, float]:
-        """The same scores from the dense block."""
-        a = self.alpha / self._scale
-        scores = self._dense_scores(items, a, name)
-        if scores is None:
-            return self._fallback(items)
-        out = scores[0].tolist()
-        classes = list(self._store.nb._class_weight)
-        naive = self._naive_terms(items, classes, a)
-        if naive is not None:
-            out = [v + t for v, t in zip(out, naive, strict=True)]
-        return dict(zip(classes, out, strict=True))
+    def _super_parent(self) -> Hashable | None:
+        # None (nothing learned yet, so no feature qualifies) reads as "every feature"
+        return self.parent if self.parent is not None else self._best_parent()
 
     def _best_parent(self) -> Hashable:
         """The learned feature with the largest ``I(X_i; Y)`` (cached until the counts change)."""
-        nb = self._store.nb
-        key = (nb._total_weight, self._scale, self.n_learned)
+        store = self._store
+        key = (store.categorical.total_weight, self._scale, self.n_learned)
         if self._auto is None or self._auto[0] != key:
-            mi = self._store.class_mutual_information()
-            best = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
-            self._auto = (key, best)
+            ranked = store.ranked()
+            self._auto = (key, ranked[0] if ranked else None)
         return self._auto[1]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable
 
-from stream_nb.seminaive._base import SIGNIFICANCE_Z, _Dependence, canonical
+from stream_nb.seminaive._dependence import _Dependence
 
 __all__ = ["TAN"]
 
@@ -61,51 +60,11 @@ class TAN(_Dependence):
     ('a',)
     """
 
-    def __init__(
-        self,
-        alpha: float = 1.0,
-        *,
-        rebuild_every: int = 1000,
-        min_parent_count: float = 1.0,
-        max_values_per_feature: int | None = 100,
-        n_bins: int = 10,
-        warmup: int = 100,
-        bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
-        schema: Mapping[Hashable, str] | None = None,
-        max_pair_features: int | None = 200,
-        half_life: float | None = None,
-        max_classes: int | None = None,
-        max_features: int | None = None,
-    ) -> None:
-        super().__init__(
-            rebuild_every=rebuild_every,
-            alpha=alpha,
-            min_parent_count=min_parent_count,
-            max_values_per_feature=max_values_per_feature,
-            n_bins=n_bins,
-            warmup=warmup,
-            bin_edges=bin_edges,
-            schema=schema,
-            half_life=half_life,
-            max_pair_features=max_pair_features,
-            max_classes=max_classes,
-            max_features=max_features,
-        )
-
     def _choose_parents(self) -> dict[Hashable, tuple[Hashable, ...]]:
-        store = self._store
-        if not store.nb._counts:
+        if not self._store.categorical.counts:
             return {}
         # root: most informative feature; ties and Prim's ties by name, never learning order
-        mi = store.class_mutual_information()
-        features = sorted(store.pair_features, key=lambda f: (-mi[f], canonical(f)))
-        cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
-        order: dict[Any, int] = {f: k for k, f in enumerate(store.nb._counts)}
-
-        def weight(a: Hashable, b: Hashable) -> float:
-            key = (a, b) if order[a] < order[b] else (b, a)
-            return cmi.get(key, 0.0)
-
+        features, weight = self._dependencies()
         parents: dict[Hashable, tuple[Hashable, ...]] = {features[0]: ()}
         # Prim: best[f] = (weight, parent) of the best edge from the tree to f
         best = {f: (weight(features[0], f), features[0]) for f in features[1:]}

@@ -55,8 +55,12 @@ def test_bench_learners_rejects_bad_sizes() -> None:
     assert "--repeats must be at least 1" in done.stderr
 
 
-def test_bench_learners_moa_without_a_jar_names_the_fix() -> None:
+def test_bench_learners_moa_without_a_jar_names_the_fix(tmp_path: Path) -> None:
+    # A capymoa package without its jar shadows the installed one, so no moa.jar is found.
+    (tmp_path / "capymoa").mkdir()
+    (tmp_path / "capymoa" / "__init__.py").write_text("")
     env = {k: v for k, v in os.environ.items() if k != "MOA_JAR"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.bench_learners", "--moa"],
         cwd=ROOT,
@@ -67,3 +71,10 @@ def test_bench_learners_moa_without_a_jar_names_the_fix() -> None:
     )
     assert done.returncode == 2
     assert "--moa needs moa.jar: pass --moa-jar PATH, set MOA_JAR" in done.stderr
+
+
+def test_bench_learners_finds_the_jar_of_the_installed_capymoa() -> None:
+    from benchmarks.bench_learners import find_capymoa_jar
+
+    jar = find_capymoa_jar()
+    assert jar is not None and jar.endswith("moa.jar") and Path(jar).is_file()

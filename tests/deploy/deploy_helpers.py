@@ -1,15 +1,20 @@
-"""Real processes for the deployment tests: a ``stream-nb run`` daemon and Debian's
-Prometheus server, plus the PromQL found in ``deploy/``.
+"""Real processes for the deployment tests: a ``stream-nb run`` daemon, Debian's
+Prometheus server and the local Kafka broker of ``scripts/kafka-local.sh``, plus the
+PromQL and metric names found in ``deploy/``.
 
-Used by ``tests/deploy/`` and by ``scripts/dashboard_screenshot.py``. Every child is
-started with ``PR_SET_PDEATHSIG``, so a killed test run leaves no process behind.
+Used by ``tests/deploy/`` and by ``scripts/dashboard_screenshot.py``. Every child of
+the test process is started with ``PR_SET_PDEATHSIG``, so a killed test run leaves no
+daemon or Prometheus behind (the broker runs in its own session, as the script starts
+it: :class:`LocalKafka` stops it, and kills what is left of it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -32,6 +37,7 @@ RULE_FILES = (
     DEPLOY / "prometheus" / "stream-nb.rules.yml",
     DEPLOY / "prometheus" / "stream-nb.alerts.yml",
 )
+KAFKA_SCRIPT = REPO / "scripts" / "kafka-local.sh"
 #: The scrape job name the rules and docs/operations.md use.
 JOB = "stream-nb"
 
@@ -89,11 +95,15 @@ class Daemon:
 
     The metrics port is read from the daemon's own log line, so no port is
     guessed. ``stop()`` sends SIGTERM (a clean stop) and returns the exit code.
+    ``metrics_address`` replaces ``127.0.0.1:0`` (keep port 0).
     """
 
-    def __init__(self, workdir: Path, args: list[str]) -> None:
+    def __init__(
+        self, workdir: Path, args: list[str], metrics_address: str = "127.0.0.1:0"
+    ) -> None:
         self.workdir = workdir
         self.args = args
+        self.metrics_address = metrics_address
         self.log_path = workdir / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
@@ -105,7 +115,7 @@ class Daemon:
             "run",
             *self.args,
             "--metrics-address",
-            "127.0.0.1:0",
+            self.metrics_address,
             "--log-format",
             "json",
         ]
@@ -193,6 +203,9 @@ class PrometheusServer:
         Scrape and rule evaluation interval.
     consoles
         Directory of console templates served at ``/consoles/`` (default: none).
+    config_text
+        A whole ``prometheus.yml`` to use instead of the generated one (then
+        ``targets``, ``rule_files`` and ``interval`` are not used).
     """
 
     def __init__(
@@ -202,12 +215,14 @@ class PrometheusServer:
         rule_files: tuple[Path, ...] = RULE_FILES,
         interval: str = "1s",
         consoles: Path | None = None,
+        config_text: str | None = None,
     ) -> None:
         self.workdir = workdir
         self.targets = targets
         self.rule_files = rule_files
         self.interval = interval
         self.consoles = consoles
+        self.config_text = config_text
         self.binary = tool("prometheus", "prometheus")
         self.config = workdir / "prometheus.yml"
         self.log_path = workdir / "prometheus.log"
@@ -219,6 +234,9 @@ class PrometheusServer:
         return f"http://127.0.0.1:{self.port}"
 
     def write_config(self) -> None:
+        if self.config_text is not None:
+            self.config.write_text(self.config_text)
+            return
         # JSON is YAML: the config needs no YAML library.
         config = {
             "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
@@ -406,3 +424,148 @@ def environment_with_venv() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+# ---------------------------------------------------------------------- metric names
+#: A metric name in PromQL: stream-nb's own, the process collector's, or a recorded one.
+_NAME = re.compile(r"\b((?:\w+:)?(?:stream_nb|process|python)_\w+(?::\w+)?)\b")
+
+
+def recorded_names() -> set[str]:
+    """The names the recording rules define."""
+    rules = "\n".join(path.read_text() for path in RULE_FILES)
+    return set(re.findall(r"^      - record: (\S+)$", rules, re.MULTILINE))
+
+
+def names_used_in_deploy() -> set[str]:
+    """Every metric name the dashboard and the rule files read (recorded ones included)."""
+    text = json.dumps(load_dashboard()) + "\n".join(path.read_text() for path in RULE_FILES)
+    return {name for name in _NAME.findall(text) if not name.startswith("stream_nb_alerts")}
+
+
+def exposition_names(text: str) -> set[str]:
+    """The names an exposition (``/metrics``) can carry, from its ``# TYPE`` lines: a
+    counter's ``_total``; a histogram's ``_bucket``, ``_count`` and ``_sum``, and its
+    family name (which panel descriptions use)."""
+    suffixes = {"counter": ("_total",), "histogram": ("", "_bucket", "_count", "_sum")}
+    names = set()
+    for name, kind in re.findall(r"^# TYPE (\S+) (\w+)$", text, re.MULTILINE):
+        base = name.removesuffix("_total") if kind == "counter" else name
+        names.update(base + suffix for suffix in suffixes.get(kind, ("",)))
+    return names
+
+
+# ---------------------------------------------------------------------- local Kafka
+def fixed_port(rng: random.Random) -> int:
+    """A free port below the ephemeral range: the broker keeps its ports across
+    restarts, and a port the kernel hands out for outgoing connections (as ``bind``
+    to port 0 does) may be taken by another program between them."""
+    low = 20000
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        high = min(int(f.read().split()[0]), 32768)
+    for _ in range(100):
+        port = rng.randrange(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {low}..{high}")
+
+
+def accepts_connections(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def broker_processes(data_dir: Path) -> list[int]:
+    """Pids of Kafka brokers whose command line names ``data_dir``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(data_dir).encode() in cmdline and b"kafka.Kafka" in cmdline:
+                pids.append(int(proc.name))
+    return pids
+
+
+class LocalKafka:
+    """``scripts/kafka-local.sh`` on a data directory and ports of its own.
+
+    The settings go through the script's environment variables
+    (``STREAM_NB_KAFKA_DATA_DIR``, ``..._PORT``, ``..._CONTROLLER_PORT``), so the
+    commands run are the documented ones; ``PATH`` starts with this interpreter's
+    virtualenv, as for a user who activated it.
+
+    Parameters
+    ----------
+    data_dir
+        The broker's data directory (created by ``start``).
+    cwd
+        Working directory of the commands.
+    tmpdir
+        ``TMPDIR`` of the commands (default: inherited).
+    """
+
+    def __init__(self, data_dir: Path, cwd: Path, tmpdir: Path | None = None) -> None:
+        rng = random.Random()
+        port = fixed_port(rng)
+        controller_port = fixed_port(rng)
+        while controller_port == port:
+            controller_port = fixed_port(rng)
+        self.data_dir = data_dir
+        self.cwd = cwd
+        self.port = port
+        self.controller_port = controller_port
+        self.env = environment_with_venv() | {
+            "STREAM_NB_KAFKA_DATA_DIR": str(data_dir),
+            "STREAM_NB_KAFKA_PORT": str(port),
+            "STREAM_NB_KAFKA_CONTROLLER_PORT": str(controller_port),
+        }
+        if tmpdir is not None:
+            self.env["TMPDIR"] = str(tmpdir)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def script(
+        self, *args: str, stdin: str | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        """``bash scripts/kafka-local.sh ARGS`` (text in and out, never raises on exit)."""
+        return subprocess.run(
+            ["bash", str(KAFKA_SCRIPT), *args],
+            cwd=self.cwd,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def start(self) -> LocalKafka:
+        result = self.script("start")
+        if result.returncode != 0:
+            raise AssertionError(f"kafka-local.sh start failed:\n{result.stderr}")
+        return self
+
+    def kill_leftovers(self) -> None:
+        """SIGKILL brokers of this data directory that are still running."""
+        for pid in broker_processes(self.data_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """``kafka-local.sh stop``, then SIGKILL for anything it left running."""
+        try:
+            self.script("stop")
+        finally:
+            self.kill_leftovers()

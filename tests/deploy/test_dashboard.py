@@ -6,20 +6,21 @@ real daemon's data, is in test_prometheus.py.)
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from deploy_helpers import (
     DASHBOARD,
-    RULE_FILES,
     dashboard_panels,
     dashboard_variable_queries,
+    exposition_names,
     load_dashboard,
+    names_used_in_deploy,
+    recorded_names,
 )
-from prometheus_client import CollectorRegistry
+from prometheus_client import generate_latest
 
-from stream_nb.connectors.kafka import _KafkaMetrics
+from stream_nb.connectors.kafka import KafkaMetrics
 from stream_nb.engine.telemetry import EngineMetrics
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -138,34 +139,40 @@ def test_the_panels_the_issue_asks_for(dashboard: dict) -> None:
         "stream_nb_kafka_commit_duration_seconds_count",
         "instance:stream_nb_process_resident_memory:bytes",
         "instance:stream_nb_process_cpu:rate1m",
+        "stream_nb_source_backlog_bytes",
+        "stream_nb_ready",
+        "stream_nb_progress_age_seconds",
+        "stream_nb_checkpoint_interval_seconds",
     ]:
         assert needed in exprs, needed
 
 
-def _exported_names() -> set[str]:
-    """Every series and family name the daemon can export (engine, Kafka, process)."""
-    registry = CollectorRegistry()
-    EngineMetrics(registry)
-    _KafkaMetrics(registry)
-    names = set()
-    for family in registry.collect():
-        names.add(family.name)  # as the descriptions name them
-        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}
-        for suffix in suffixes.get(family.type, [""]):
-            names.add(family.name + suffix)
-    # the default registry's collectors, which EngineMetrics() adds to its own
-    for family in EngineMetrics().registry.collect():
-        names.update(sample.name for sample in family.samples)
-    return names
+def test_the_checkpoint_threshold_is_each_daemons_own(dashboard: dict) -> None:
+    """StreamNBCheckpointStale scales with each daemon's --checkpoint-interval: the panels
+    draw that threshold as a series, never as a fixed number of seconds."""
+    panels = {p["title"]: p for p in dashboard_panels(dashboard)}
+    age = panels["Time since last checkpoint"]
+    exprs = [t["expr"] for t in age["targets"]]
+    assert 'stream_nb_checkpoint_interval_seconds{job=~"$job", instance=~"$instance"}' in (
+        " ".join(exprs)
+    )
+    for title in ("Time since last checkpoint", "Since last checkpoint"):
+        steps = panels[title]["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert [step["value"] for step in steps] == [None], title
 
 
 def test_every_metric_name_in_deploy_exists() -> None:
-    """A misspelt metric evaluates to nothing instead of failing: check the names."""
-    rules = "\n".join(path.read_text() for path in RULE_FILES)
-    recorded = set(re.findall(r"^      - record: (\S+)$", rules, re.MULTILINE))
-    known = _exported_names() | recorded | {"up", "probe_success"}
-    text = json.dumps(load_dashboard()) + rules
-    used = set(re.findall(r"\b((?:\w+:)?(?:stream_nb|process|python)_\w+(?::\w+)?)\b", text))
-    used = {name for name in used if not name.startswith("stream_nb_alerts")}
-    assert used - known == set()
-    assert len(used & recorded) == len(recorded), "a recording rule nothing uses"
+    """A misspelt metric evaluates to nothing instead of failing: check the names.
+
+    The names come from the exposition of a new :class:`EngineMetrics` (with the
+    process collector's) and the :class:`KafkaMetrics` a Kafka source adds to its
+    registry: every family is declared there, with or without samples. (Real daemons'
+    ``/metrics`` are checked in test_kafka_prometheus.py.)"""
+    metrics = EngineMetrics()
+    KafkaMetrics(metrics.registry)
+    exported = exposition_names(generate_latest(metrics.registry).decode())
+    recorded = recorded_names()
+    used = names_used_in_deploy()
+    assert {name for name in used if name.startswith("stream_nb_kafka_")}
+    assert used - exported - recorded - {"up"} == set()
+    assert used & recorded == recorded, "a recording rule nothing uses"

@@ -1,6 +1,7 @@
 """scripts/kafka-local.sh for real: the Kafka quick start of the README, run as it
 stands (docs/operations.md holds the same block, checked to be the same text), then
-the broker's persistence, a kill -9 and a clean stop.
+the broker's persistence, a second start, a kill -9, a clean stop, an interrupted
+start and the usage errors.
 
 The broker gets a temporary data directory and free ports through the script's
 environment variables; the quick start runs in a temporary directory holding a
@@ -11,19 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from deploy_helpers import REPO, environment_with_venv, wait_for
+from deploy_helpers import REPO, LocalKafka, accepts_connections, broker_processes, wait_for
 
-SCRIPT = REPO / "scripts" / "kafka-local.sh"
 README = REPO / "README.md"
 OPERATIONS = REPO / "docs" / "operations.md"
 
@@ -57,65 +55,16 @@ def test_the_readme_quick_start_uses_only_user_facing_commands() -> None:
 @dataclass
 class QuickStart:
     workdir: Path
-    data_dir: Path
-    env: dict[str, str]
+    kafka: LocalKafka
     result: subprocess.CompletedProcess[str]
 
     @property
+    def data_dir(self) -> Path:
+        return self.kafka.data_dir
+
+    @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.env['STREAM_NB_KAFKA_PORT']}"
-
-    def script(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["bash", str(SCRIPT), *args],
-            cwd=self.workdir,
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-
-def fixed_port(rng: random.Random) -> int:
-    """A free port below the ephemeral range: the broker keeps its ports across
-    restarts, and a port the kernel hands out for outgoing connections (as ``bind``
-    to port 0 does) may be taken by another program between them."""
-    low = 20000
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        high = min(int(f.read().split()[0]), 32768)
-    for _ in range(100):
-        port = rng.randrange(low, high)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError(f"no free port in {low}..{high}")
-
-
-def accepts_connections(port: int) -> bool:
-    """Whether something listens on 127.0.0.1:``port``."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def broker_processes(data_dir: Path) -> list[int]:
-    """Pids of processes whose command line names the data directory."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if str(data_dir).encode() in cmdline and b"kafka.Kafka" in cmdline:
-                pids.append(int(proc.name))
-    return pids
+        return self.kafka.bootstrap
 
 
 @pytest.fixture(scope="module")
@@ -123,31 +72,19 @@ def quick_start(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart
     workdir = tmp_path_factory.mktemp("kafka-quick-start")
     (workdir / "scripts").symlink_to(REPO / "scripts")
     (workdir / "tmp").mkdir()
-    data_dir = workdir / "kafka-data"
-    rng = random.Random()
-    port = fixed_port(rng)
-    controller_port = fixed_port(rng)
-    while controller_port == port:
-        controller_port = fixed_port(rng)
-    env = environment_with_venv() | {
-        "STREAM_NB_KAFKA_DATA_DIR": str(data_dir),
-        "STREAM_NB_KAFKA_PORT": str(port),
-        "STREAM_NB_KAFKA_CONTROLLER_PORT": str(controller_port),
-        "TMPDIR": str(workdir / "tmp"),
-    }
+    kafka = LocalKafka(workdir / "kafka-data", workdir, tmpdir=workdir / "tmp")
     try:
         result = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", quick_start_block(README)],
             cwd=workdir,
-            env=env,
+            env=kafka.env,
             capture_output=True,
             text=True,
             timeout=600,
         )
-        yield QuickStart(workdir, data_dir, env, result)
+        yield QuickStart(workdir, kafka, result)
     finally:
-        for pid in broker_processes(data_dir):  # only if a test failed half-way
-            os.kill(pid, signal.SIGKILL)
+        kafka.kill_leftovers()  # only if a test failed half-way
 
 
 def test_the_quick_start_runs_as_documented(quick_start: QuickStart) -> None:
@@ -177,7 +114,7 @@ def test_the_quick_start_runs_as_documented(quick_start: QuickStart) -> None:
 
 
 def test_status_of_a_stopped_broker(quick_start: QuickStart) -> None:
-    status = quick_start.script("status")
+    status = quick_start.kafka.script("status")
     assert status.returncode == 3
     assert "not running" in status.stderr
 
@@ -187,7 +124,7 @@ def test_restart_keeps_topics_and_records_and_survives_kill_9(quick_start: Quick
     records. Then SIGKILL: status says so, and a new start recovers the data."""
     from kafka import KafkaConsumer, TopicPartition
 
-    start = quick_start.script("start")
+    start = quick_start.kafka.script("start")
     assert start.returncode == 0, start.stderr
     assert start.stdout == quick_start.bootstrap + "\n"
 
@@ -212,14 +149,14 @@ def test_restart_keeps_topics_and_records_and_survives_kill_9(quick_start: Quick
         "events-dlq partitions": 1,
         "events-dlq records": 0,
     }
-    topics = quick_start.script("topics")
+    topics = quick_start.kafka.script("topics")
     assert {"events", "predictions", "events-dlq"} <= set(topics.stdout.split())
 
     [pid] = broker_processes(quick_start.data_dir)
     os.kill(pid, signal.SIGKILL)
     # A killed JVM's command line reads empty as soon as its main thread has gone,
     # while its other threads may still hold the listening sockets for a moment.
-    ports = [int(quick_start.env[f"STREAM_NB_KAFKA_{p}PORT"]) for p in ("", "CONTROLLER_")]
+    ports = [quick_start.kafka.port, quick_start.kafka.controller_port]
     wait_for(
         lambda: (
             broker_processes(quick_start.data_dir) == []
@@ -227,33 +164,88 @@ def test_restart_keeps_topics_and_records_and_survives_kill_9(quick_start: Quick
         ),
         "the killed broker to exit and close its ports",
     )
-    status = quick_start.script("status")
+    status = quick_start.kafka.script("status")
     assert status.returncode == 3, status.stderr
 
-    start = quick_start.script("start")
+    start = quick_start.kafka.script("start")
     assert start.returncode == 0, start.stderr
+    # a second start finds it running: the same address, no second broker
+    again = quick_start.kafka.script("start")
+    assert (again.returncode, again.stdout) == (0, quick_start.bootstrap + "\n")
+    assert "already running" in again.stderr
+    assert len(broker_processes(quick_start.data_dir)) == 1
     # after the crash: the records are all there, and the broker takes new ones
     assert layout()["events records"] == 1000
-    produced = quick_start.script("produce", "events-dlq", stdin="a\nb\nc\n")
+    produced = quick_start.kafka.script("produce", "events-dlq", stdin="a\nb\nc\n")
     assert produced.returncode == 0, produced.stderr
     assert layout()["events-dlq records"] == 3
+    # a topic that does not exist: an error at once, not a minute of client retries
+    typo = quick_start.kafka.script("produce", "event", stdin="x\n", timeout=30)
+    assert typo.returncode == 1
+    assert "topic 'event' does not exist" in typo.stderr
+    assert "create-topic event PARTITIONS" in typo.stderr
+    assert "event" not in quick_start.kafka.script("topics").stdout.split()
 
-    stop = quick_start.script("stop")
+    stop = quick_start.kafka.script("stop")
     assert stop.returncode == 0, stop.stderr
     assert broker_processes(quick_start.data_dir) == []
     assert "SIGKILL" not in stop.stderr  # SIGTERM was enough
 
 
+def test_an_interrupted_start_leaves_no_broker(quick_start: QuickStart, tmp_path: Path) -> None:
+    """SIGTERM (or Ctrl-C) while ``start`` waits for the broker stops that broker again;
+    stop and status then say it is not running. Run from outside the repository with a
+    PATH that has no virtualenv (the script needs none) and a TMPDIR that stays empty."""
+    (tmp_path / "tmp").mkdir()
+    env = quick_start.kafka.env | {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path / "tmp")}
+    env.pop("VIRTUAL_ENV", None)
+    start = subprocess.Popen(
+        ["bash", str(REPO / "scripts" / "kafka-local.sh"), "start"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: broker_processes(quick_start.data_dir), "the broker's JVM to start")
+        start.send_signal(signal.SIGTERM)
+        out, err = start.communicate(timeout=180)
+    finally:
+        if start.poll() is None:
+            start.kill()
+    assert start.returncode == 143, err
+    assert out == ""
+    assert "start interrupted (SIGTERM); stopping the broker it launched" in err
+    assert broker_processes(quick_start.data_dir) == []
+    assert not (quick_start.data_dir / "broker.pid").exists()
+    status = subprocess.run(
+        ["bash", str(REPO / "scripts" / "kafka-local.sh"), "status"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert status.returncode == 3, status.stderr
+    stop = quick_start.kafka.script("stop")
+    assert (stop.returncode, stop.stderr) == (0, "kafka-local.sh: not running\n")
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_usage_errors_name_the_fix(quick_start: QuickStart) -> None:
-    wrong_port = quick_start.script("--port", "1", "start")
+    wrong_port = quick_start.kafka.script("--port", "1", "start")
     assert wrong_port.returncode == 1
     assert "was formatted for ports" in wrong_port.stderr
-    partitions = quick_start.script("create-topic", "x", "zero")
+    for port in ("0", "65536", "http"):
+        invalid = quick_start.kafka.script("--port", port, "status")
+        assert invalid.returncode == 1
+        assert f"a port must be a number in 1..65535, got '{port}'" in invalid.stderr
+    partitions = quick_start.kafka.script("create-topic", "x", "zero")
     assert partitions.returncode == 1
     assert "PARTITIONS must be a positive number" in partitions.stderr
-    not_running = quick_start.script("produce", "events", stdin="x\n")
+    not_running = quick_start.kafka.script("produce", "events", stdin="x\n")
     assert not_running.returncode == 1
     assert "start it with: bash scripts/kafka-local.sh start" in not_running.stderr
-    unknown = quick_start.script("launch")
+    unknown = quick_start.kafka.script("launch")
     assert unknown.returncode == 1
     assert "unknown command 'launch'" in unknown.stderr

@@ -74,7 +74,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     workdir = tmp_path_factory.mktemp("prometheus")
     total_good = sum(n for n, _ in PHASES)
     demo = subprocess.run(
-        [*stream_nb_command(), "demo", "-n", str(total_good), "--seed", "3"],
+        [*stream_nb_command(), "demo", "--limit", str(total_good), "--seed", "3"],
         check=True,
         capture_output=True,
     ).stdout.splitlines()
@@ -149,6 +149,20 @@ def test_events_processed_equal_the_input(run: Run) -> None:
     assert prom.values(f"stream_nb_predictions_emitted_total{{{job}}}", "instance") == {
         run.daemon.target: run.good
     }
+
+
+def test_the_gauges_read_at_scrape_time_and_the_checkpoint_interval(run: Run) -> None:
+    """Every line of the file was read (no backlog), the source is ready, the loop
+    iterates (idle polls included), and --checkpoint-interval 1 is exported for
+    StreamNBCheckpointStale."""
+    prom, job = run.prometheus, f'job="{JOB}"'
+    target = run.daemon.target
+    assert prom.values(f"stream_nb_source_backlog_bytes{{{job}}}", "instance") == {target: 0}
+    assert prom.values(f"stream_nb_ready{{{job}}}", "instance") == {target: 1}
+    assert prom.values(f"stream_nb_progress_age_seconds{{{job}}} < 30", "instance").keys() == {
+        target
+    }
+    assert prom.values(f"stream_nb_checkpoint_interval_seconds{{{job}}}", "instance") == {target: 1}
 
 
 def test_dead_letters_by_reason_match_the_injected_lines(run: Run) -> None:

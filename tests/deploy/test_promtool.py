@@ -73,8 +73,33 @@ def test_every_alert_is_unit_tested_firing_and_quiet() -> None:
         # firing at once instead of after its hold time
         (
             "StreamNBDown",
-            'up{job=~"stream-nb.*"} == 0\n        for: 2m',
-            "up == 0\n        for: 0m",
+            'expr: up{job=~"stream-nb.*", job!~"stream-nb-(readyz|healthz).*"} == 0\n'
+            "        for: 2m",
+            "expr: up == 0\n        for: 0m",
+        ),
+        # paging about the blackbox exporter's own `up` as if a daemon were down
+        (
+            "StreamNBDown",
+            'expr: up{job=~"stream-nb.*", job!~"stream-nb-(readyz|healthz).*"} == 0',
+            'expr: up{job=~"stream-nb.*"} == 0',
+        ),
+        # one slow batch taken for a stuck loop
+        (
+            "StreamNBNotLive",
+            "expr: stream_nb_progress_age_seconds > 60\n        for: 2m",
+            "expr: stream_nb_progress_age_seconds > 60\n        for: 0m",
+        ),
+        # a fixed threshold instead of 3 × each daemon's own checkpoint interval
+        (
+            "StreamNBCheckpointStale",
+            "> 3 * (stream_nb_checkpoint_interval_seconds > 0)",
+            "> 180",
+        ),
+        # file sources forgotten: only Kafka lag counts as input
+        (
+            "StreamNBStalled",
+            "or on (instance, job)\n            stream_nb_source_backlog_bytes > 0",
+            "or on (instance, job)\n            stream_nb_source_backlog_bytes > 1e99",
         ),
     ],
 )
@@ -85,6 +110,7 @@ def test_the_unit_tests_catch_a_broken_alert(
     alerts = tmp_path / "prometheus" / ALERTS.name
     text = alerts.read_text()
     assert before in text
+    assert text.count(before) == 1
     alerts.write_text(text.replace(before, after))
     result = promtool("test", "rules", "tests/stream-nb.alerts.test.yml", cwd=alerts.parent)
     assert result.returncode != 0

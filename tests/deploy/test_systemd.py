@@ -86,7 +86,7 @@ def test_the_unit_has_the_operational_settings() -> None:
     assert unit["ExecStart"] == [f"{SHIPPED_BINARY} run"]
     assert unit["Restart"] == ["on-failure"]
     assert unit["KillSignal"] == ["SIGTERM"]
-    # the final checkpoint may wait for a Kafka sink's delivery timeout (120 s)
+    # the final checkpoint may wait for a Kafka sink (a transactional commit: up to 60 s)
     assert int(unit["TimeoutStopSec"][0]) >= 150
     assert unit["StateDirectory"] == ["stream-nb"]
     assert unit["EnvironmentFile"] == ["/etc/stream-nb/stream-nb.env"]
@@ -115,7 +115,7 @@ def test_the_environment_file_holds_real_settings(tmp_path: Path) -> None:
     assert env["STREAM_NB_METRICS_ADDRESS"][0].startswith("127.0.0.1:")
 
     events = subprocess.run(
-        [*stream_nb_command(), "demo", "-n", "50"], check=True, capture_output=True
+        [*stream_nb_command(), "demo", "--limit", "50"], check=True, capture_output=True
     ).stdout
     (tmp_path / "events.jsonl").write_bytes(events + b"{not json\n")
     run_env = environment_with_venv() | {key: values[0] for key, values in env.items()}

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from learner_classes import learner_params
 
 from stream_nb import (
     CategoricalNB,
@@ -326,6 +327,31 @@ def test_a_subclass_hook_contract() -> None:
     copy_ = Learner.from_state(orjson.loads(orjson.dumps(model.to_state())))
     assert copy_.predict_log_proba_one({}) == model.predict_log_proba_one({})
     assert repr(copy_) == "CountOnly(half_life=0.05)"
+    # registered by its name on definition (the fixture forgets it afterwards)
+    assert Learner.registered()["CountOnly"] is CountOnly
+    assert CountOnly.registered() == {"CountOnly": CountOnly}
+
+
+def test_registered_learners_by_name() -> None:
+    import stream_nb
+
+    every = Learner.registered()
+    exported = {n: getattr(stream_nb, n) for n in stream_nb.__all__}
+    learners = {n: c for n, c in exported.items() if isinstance(c, type) and issubclass(c, Learner)}
+    assert {n: c for n, c in every.items() if n in learners} == {
+        n: c for n, c in learners.items() if c is not Learner
+    }
+    assert "Learner" not in every  # (the base itself is not a learner one can build)
+    categorical = CategoricalNB.registered()  # it and its subclasses (other tests define some)
+    assert categorical["CategoricalNB"] is CategoricalNB and "GaussianNB" not in categorical
+    assert all(issubclass(c, CategoricalNB) for c in categorical.values())
+    every.clear()  # a copy: the registry is unchanged
+    assert "CategoricalNB" in Learner.registered()
+
+    class _Private(CategoricalNB):
+        pass
+
+    assert "_Private" not in Learner.registered()  # a leading underscore: not registered
 
 
 def test_predict_learn_many_is_predict_then_learn_event_by_event() -> None:
@@ -369,19 +395,7 @@ def test_deeply_nested_untrusted_state_is_a_model_state_error() -> None:
 
 
 # ---------------------------------------------------------------- capabilities and deltas
-def _learner_classes():
-    import stream_nb
-
-    return [
-        getattr(stream_nb, name)
-        for name in stream_nb.__all__
-        if isinstance(getattr(stream_nb, name), type)
-        and issubclass(getattr(stream_nb, name), Learner)
-        and getattr(stream_nb, name) is not Learner
-    ]
-
-
-@pytest.mark.parametrize("cls", _learner_classes(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", learner_params())
 def test_declared_capabilities_match_what_the_class_implements(cls):
     caps = cls.capabilities
     assert caps.column_kernel == (cls.predict_learn_columns is not Learner.predict_learn_columns)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from learner_classes import learner_params
 
 from stream_nb import (
     AODE,
@@ -34,18 +35,7 @@ from stream_nb import (
 )
 from stream_nb.checks import check_learner, default_factory, suitable_events
 
-LEARNERS = [
-    CategoricalNB,
-    MultinomialNB,
-    BernoulliNB,
-    ComplementNB,
-    GaussianNB,
-    NaiveBayes,
-    SPODE,
-    AODE,
-    TAN,
-    KDB,
-]
+LEARNERS = learner_params()
 TOL = 1e-9
 
 
@@ -346,14 +336,17 @@ def test_the_batch_kernel_applies_the_other_bucket() -> None:
         single.learn_one(x, y)
     for start in (400, 800):  # then whole batches: new values go to the bucket in numpy
         got = gaussian_predict_learn_many(
-            batch, xs[start : start + 400], ys[start : start + 400], [1.0] * 400
+            batch.predict_learn_columns,
+            xs[start : start + 400],
+            ys[start : start + 400],
+            [1.0] * 400,
         )
         assert got is not None
         for x, y, lp in zip(xs[start : start + 400], ys[start : start + 400], got[0], strict=True):
             assert_same_log_proba(lp, single.predict_log_proba_one(x))  # type: ignore[arg-type]
             single.learn_one(x, y)
-    assert set(batch._counts["id"]) == set(single._counts["id"])
-    assert len(batch._counts["id"]) == 51  # 50 values and the bucket
+    assert set(batch.categorical.counts["id"]) == set(single.categorical.counts["id"])
+    assert len(batch.categorical.counts["id"]) == 51  # 50 values and the bucket
     assert batch.model_size() == single.model_size()
     a = batch.predict_log_proba_one({"a": 0.5, "id": "u699"})
     assert_same_log_proba(a, single.predict_log_proba_one({"a": 0.5, "id": "u699"}))

@@ -90,7 +90,7 @@ def test_one_feature_with_200k_unique_values_stays_bounded(tmp_path: Path) -> No
     rss, body = run_daemon(tmp_path, lines)  # NaiveBayes, the daemon's default bounds
     model = Learner.from_state(body["learner"])
     assert model.get_params()["max_values_per_feature"] == 10_000
-    assert len(model._counts["id"]) == 10_001  # type: ignore[attr-defined]
+    assert len(model.categorical.counts["id"]) == 10_001  # type: ignore[attr-defined]
     assert model.n_learned == EVENTS
     assert rss < MAX_RSS_MB * 2**20, f"peak RSS {rss / 2**20:.0f} MB"
     assert snapshot_bytes(tmp_path) < MAX_SNAPSHOT_BYTES

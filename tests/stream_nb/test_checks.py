@@ -8,14 +8,13 @@ is checked automatically. A learner is exempt from a check only through
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import pytest
+from learner_classes import public_learners
 
-import stream_nb
 from stream_nb import CategoricalNB, Learner
 from stream_nb.checks import CHECKS, check_learner, default_factory, suitable_events, yield_checks
 
@@ -44,20 +43,6 @@ HALF_LIFE_EXEMPT: dict[str, str] = {
         "(γ + 1 units) while one event of w=2 counts 2 units"
     ),
 }
-
-
-def public_learners() -> list[type[Learner]]:
-    found = []
-    for name in stream_nb.__all__:
-        obj = getattr(stream_nb, name)
-        if (
-            isinstance(obj, type)
-            and issubclass(obj, Learner)
-            and obj is not Learner
-            and not inspect.isabstract(obj)
-        ):
-            found.append(obj)
-    return sorted(found, key=lambda cls: cls.__name__)
 
 
 #: "renormalising": a half-life so short that the global scale falls below
@@ -193,7 +178,8 @@ class _MergeDropsFactor(CategoricalNB):
 class _LosesCountsInState(CategoricalNB):
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
         super()._stats_from_state(stats)
-        self._class_weight = {c: 2 * n for c, n in self._class_weight.items()}
+        stats = self.categorical
+        stats.class_weight = {c: 2 * n for c, n in stats.class_weight.items()}
 
 
 class _Log0(CategoricalNB):
@@ -210,7 +196,7 @@ class _WarmStart(CategoricalNB):
 class _CrashesOnNewFeature(CategoricalNB):
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         for feature in x:
-            _ = self._counts[feature]  # KeyError on a never-learned feature
+            _ = self.categorical.counts[feature]  # KeyError on a never-learned feature
         return super()._joint_log_likelihood(x)
 
 

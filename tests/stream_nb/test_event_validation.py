@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from learner_classes import learner_params
 
 import stream_nb
 from stream_nb import (
@@ -16,10 +17,7 @@ from stream_nb import (
     KDB,
     SPODE,
     TAN,
-    BernoulliNB,
     CategoricalNB,
-    ComplementNB,
-    GaussianNB,
     InvalidEventError,
     Learner,
     MultinomialNB,
@@ -28,18 +26,7 @@ from stream_nb import (
 from stream_nb._state import decode_key, decode_value, encode_key, encode_value
 from stream_nb.checks import default_factory, suitable_events
 
-LEARNERS = [
-    CategoricalNB,
-    MultinomialNB,
-    BernoulliNB,
-    ComplementNB,
-    GaussianNB,
-    NaiveBayes,
-    SPODE,
-    AODE,
-    TAN,
-    KDB,
-]
+LEARNERS = learner_params()
 
 
 def trained(cls: type[Learner], **params: Any) -> tuple[Learner, list[Any]]:

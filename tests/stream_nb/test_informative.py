@@ -6,7 +6,7 @@ with the learner's α, and evaluate each divergence by its definition
 (numerical integration for the normals, an explicit sum over the on/off
 states for Bernoulli, one term per token for the token learners). The
 categorical reference is the measure ``inspect`` had before the module:
-ablation through the learner's own ``_joint_log_likelihood``.
+ablation through the learner's own joint log-likelihood.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from stream_nb import (
     MultinomialNB,
     NaiveBayes,
 )
+from stream_nb._state import from_pairs
 from stream_nb.informative import (
     bernoulli_divergence,
     gaussian_divergence,
@@ -133,11 +134,11 @@ def categorical_events(seed: int, n: int, labels: Sequence[Hashable]) -> list[Ev
 
 def ablation(model: Any) -> dict[tuple[Any, Any], tuple[float, Any, Any]]:
     """The measure inspect used before: ``jll({f: v}) − jll({})`` by class, max − min."""
-    base = model._joint_log_likelihood({})
+    base = model.joint_log_likelihood_one({})
     out = {}
-    for feature, values in model._counts.items():
-        for value in values:
-            jll = model._joint_log_likelihood({feature: value})
+    for feature, values in from_pairs(model.to_state()["stats"]["counts"]).items():
+        for value in from_pairs(values):
+            jll = model.joint_log_likelihood_one({feature: value})
             r = {c: jll[c] - base[c] for c in jll}
             hi, lo = max(r, key=r.__getitem__), min(r, key=r.__getitem__)
             out[(feature, value)] = (r[hi] - r[lo], hi, lo)

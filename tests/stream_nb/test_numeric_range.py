@@ -18,7 +18,6 @@ span the whole double range (±1.797e308, 5e-324, -0.0, …) and whose weights s
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import random
@@ -32,6 +31,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from learner_classes import public_learners
 
 import stream_nb
 from stream_nb import (
@@ -51,15 +51,6 @@ MAX = sys.float_info.max
 EXE = str(Path(sys.executable).with_name("stream-nb"))
 EXTREMES = [MAX, -MAX, 1e308, -1e200, 1e155, 1e101, MAX_VALUE, -MAX_VALUE, 9.99e99, 1e50]
 EXTREMES += [5e-324, -5e-324, 2.2250738585072014e-308, 1e-300, -0.0, 0.0, 10**400, -(2**1100)]
-
-
-def public_learners() -> list[type[Learner]]:
-    found = []
-    for name in stream_nb.__all__:
-        obj = getattr(stream_nb, name)
-        if isinstance(obj, type) and issubclass(obj, Learner) and not inspect.isabstract(obj):
-            found.append(obj)
-    return sorted(found, key=lambda cls: cls.__name__)
 
 
 LEARNERS = public_learners()
@@ -573,8 +564,9 @@ def _engine_run(lines: list[bytes], make: Any, *, columns: bool) -> tuple[Any, .
 
     learner.predict_learn_columns = counting  # type: ignore[method-assign]
     sink, dead = MemorySink(), MemorySink()
-    engine = Engine(learner, ListSource(lines), sink, dead_letters=dead, batch_size=100)
-    engine._columns_ok = engine._columns_ok and columns
+    engine = Engine(
+        learner, ListSource(lines), sink, dead_letters=dead, batch_size=100, column_path=columns
+    )
     summary = engine.run()
     letters = [(d["reason"], d["position"]) for d in map(orjson.loads, dead.values())]
     return sink.values(), learner.to_state(), letters, summary.rejected, taken[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 from collections.abc import Hashable
@@ -10,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from learner_classes import learner_params
 from river import checks as river_checks
 from river import compose, evaluate, metrics, preprocessing
 
@@ -21,21 +21,7 @@ from stream_nb.river_compat import RiverClassifier
 Event = tuple[dict[str, Any], Hashable]
 
 
-def public_learners() -> list[type[Learner]]:
-    return sorted(
-        (
-            obj
-            for name in stream_nb.__all__
-            if isinstance(obj := getattr(stream_nb, name), type)
-            and issubclass(obj, Learner)
-            and obj is not Learner
-            and not inspect.isabstract(obj)
-        ),
-        key=lambda cls: cls.__name__,
-    )
-
-
-LEARNERS = [pytest.param(cls, id=cls.__name__) for cls in public_learners()]
+LEARNERS = learner_params()
 
 
 def manual_prequential(model: Learner, events: list[Event]) -> tuple[float, float]:

@@ -17,15 +17,14 @@ The wall-clock figures are in docs/benchmarks.md (benchmarks/bench_scaling.py).
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable, Hashable
 from typing import Any
 
 import orjson
 import pytest
+from learner_classes import learner_params
 
-import stream_nb
 from stream_nb import GaussianNB, Learner, NaiveBayes
 from stream_nb.informative import informative_features
 from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
@@ -35,15 +34,6 @@ from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
 SLACK = 2.2
 N = 1500
 SEMI_NAIVE = {"AODE", "KDB", "SPODE", "TAN"}
-
-
-def learners() -> list[type[Learner]]:
-    found = []
-    for name in stream_nb.__all__:
-        obj = getattr(stream_nb, name)
-        if isinstance(obj, type) and issubclass(obj, Learner) and not inspect.isabstract(obj):
-            found.append(obj)
-    return sorted(found, key=lambda cls: cls.__name__)
 
 
 def make(cls: type[Learner]) -> Learner:
@@ -109,7 +99,7 @@ def costs(cls: type[Learner], n: int) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("cls", learners(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", learner_params())
 def test_new_features_and_restores_cost_linear_work(cls: type[Learner]) -> None:
     small, large = costs(cls, N), costs(cls, 2 * N)
     for step in small:

@@ -19,23 +19,13 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from learner_classes import public_learners
 
 import stream_nb
 from stream_nb import InvalidEventError, Learner, ModelStateError, PrequentialEvaluator
 from stream_nb.checks import default_factory, suitable_events
 
-LEARNERS = [
-    stream_nb.CategoricalNB,
-    stream_nb.MultinomialNB,
-    stream_nb.BernoulliNB,
-    stream_nb.ComplementNB,
-    stream_nb.GaussianNB,
-    stream_nb.NaiveBayes,
-    stream_nb.SPODE,
-    stream_nb.AODE,
-    stream_nb.TAN,
-    stream_nb.KDB,
-]
+LEARNERS = public_learners()
 NAMES = [cls.__name__ for cls in LEARNERS]
 
 _STATES: dict[str, tuple[dict[str, Any], list[Any]]] = {}

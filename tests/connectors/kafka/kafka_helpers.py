@@ -19,6 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError
 from kafka_broker import die_with_parent
 
+import stream_nb
 from stream_nb import Checkpointer, Learner
 from stream_nb.cli import daemon_params
 
@@ -289,7 +290,7 @@ def model_of(directory: Path) -> Learner:
 
 def reference_model(events: Iterable[Mapping[str, Any]]) -> Learner:
     """The library's own model (:data:`MODEL`, the daemon's parameters) learned on ``events``."""
-    cls = Learner._registry[MODEL]
+    cls = getattr(stream_nb, MODEL)
     learner = cls(**daemon_params(cls))
     for event in events:
         learner.learn_one(event["x"], event["y"])

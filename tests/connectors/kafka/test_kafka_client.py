@@ -1,124 +1,20 @@
-"""The broker-free parts of connectors/kafka/client.py: record sizes, dead letters cut to
-a bounded prefix, predictions without log_proba, carried headers, bounded calls, the
-rate-limited trouble log."""
+"""connectors/kafka/client.py: bounded calls, the rate-limited trouble log, and the one
+adapter over kafka-python's internals (each of its uses tested against kafka-python)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import threading
+import time
+import uuid
 
-import orjson
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
+from kafka_broker import KafkaBroker
+from kafka_helpers import create_topic, wait_for
 
 from stream_nb import SinkError
-from stream_nb.connectors.kafka.client import (
-    DEAD_LETTER_PAYLOAD_BYTES,
-    MAX_CARRIED_HEADER_BYTES,
-    MAX_CARRIED_HEADERS,
-    TroubleLog,
-    bounded,
-    carry_headers,
-    fit_dead_letter,
-    record_bytes,
-    shrink_prediction,
-)
-from stream_nb.engine.events import dead_letter_record
-
-
-@pytest.mark.parametrize(
-    ("key", "value", "headers"),
-    [
-        (None, b"", []),
-        (b"k", b"x" * 100, [("trace", b"abc")]),
-        (b"k" * 300, b"x" * 70_000, [("a" * 200, b"b" * 10_000)] * 3),
-        (None, b"x" * 5_000_000, []),
-        (b"\xff" * 2, "é".encode() * 1000, [("é" * 10, b"")] * 64),
-    ],
-)
-def test_record_bytes_bounds_kafka_pythons_own_estimate(
-    key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
-) -> None:
-    exact = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers)
-    assert exact <= record_bytes(key, value, headers) <= exact + 128 + 10 * len(headers)
-
-
-def test_a_text_payload_is_cut_at_a_character_boundary_with_size_and_hash() -> None:
-    payload = ("{" + "é" * 3_000_000 + "}").encode()
-    letter = dead_letter_record(payload, {"topic": "t", "partition": 0, "offset": 9}, "x", "e")
-    cut = orjson.loads(fit_dead_letter(letter))
-    assert cut["payload_truncated"] is True
-    assert cut["payload_bytes"] == len(payload)
-    assert cut["payload_sha256"] == hashlib.sha256(payload).hexdigest()
-    prefix = cut["payload"].encode()
-    assert payload.startswith(prefix) and len(prefix) >= DEAD_LETTER_PAYLOAD_BYTES - 1
-    assert len(prefix) <= DEAD_LETTER_PAYLOAD_BYTES
-    assert cut["position"] == {"topic": "t", "partition": 0, "offset": 9}
-
-
-def test_a_binary_payload_is_cut_as_base64() -> None:
-    payload = b"\xff\xfe" * 100_000
-    cut = orjson.loads(fit_dead_letter(dead_letter_record(payload, {}, "invalid_utf8", "e")))
-    prefix = base64.b64decode(cut["payload_base64"])
-    assert prefix == payload[:DEAD_LETTER_PAYLOAD_BYTES]
-    assert cut["payload_bytes"] == len(payload) and "payload" not in cut
-    assert cut["payload_sha256"] == hashlib.sha256(payload).hexdigest()
-
-
-def test_short_payloads_and_non_letters_are_left_alone() -> None:
-    letter = dead_letter_record(b"{oops", {"line": 1}, "invalid_json", "bad")
-    assert fit_dead_letter(letter) == letter
-    assert fit_dead_letter(b"not json" * 20_000) == b"not json" * 20_000
-    bare = orjson.loads(fit_dead_letter(letter, keep_payload=False))
-    assert bare["payload_omitted"] is True and bare["payload_bytes"] == 5
-    assert "payload" not in bare
-
-
-def test_a_cut_letter_can_lose_its_payload_entirely() -> None:
-    payload = b"x" * 200_000
-    cut = fit_dead_letter(dead_letter_record(payload, {}, "too_large", "e"))
-    bare = orjson.loads(fit_dead_letter(cut, keep_payload=False))
-    # size and hash still describe the original payload, not the prefix
-    assert bare["payload_bytes"] == len(payload)
-    assert bare["payload_sha256"] == hashlib.sha256(payload).hexdigest()
-    assert "payload_truncated" not in bare and bare["payload_omitted"] is True
-    assert len(orjson.dumps(bare)) < 600
-
-
-def test_shrink_prediction_keeps_the_decision() -> None:
-    record = orjson.dumps(
-        {
-            "id": 3,
-            "position": {"topic": "t", "partition": 1, "offset": 4},
-            "y_pred": "a",
-            "y_true": "b",
-            "log_proba": {f"c{i}": -1.0 for i in range(1000)},
-            "n_learned": 10,
-            "explain": {"f": 1.0},
-        }
-    )
-    small = orjson.loads(shrink_prediction(record) or b"")
-    assert small == {
-        "id": 3,
-        "position": {"topic": "t", "partition": 1, "offset": 4},
-        "y_pred": "a",
-        "y_true": "b",
-        "n_learned": 10,
-        "omitted": ["log_proba", "explain"],
-    }
-    assert shrink_prediction(orjson.dumps(small)) is None  # nothing left to leave out
-
-
-def test_carried_headers_are_bounded_in_bytes_and_number() -> None:
-    many = [(f"h{i}", b"v") for i in range(10_000)]
-    assert carry_headers(many) == many[:MAX_CARRIED_HEADERS]
-    big = [("a", b"x" * (MAX_CARRIED_HEADER_BYTES - 2)), ("b", b"y"), ("c", b"")]
-    assert carry_headers(big) == [big[0], big[2]]
-    own = [("stream_nb.reason", b"spoofed"), ("trace", b"t")]
-    assert carry_headers(own, drop_own=True) == [("trace", b"t")]
-    assert carry_headers(None) == [] and carry_headers(()) == []
+from stream_nb.connectors.kafka.client import ClientAdapter, TroubleLog, bounded
 
 
 def test_bounded_returns_raises_and_times_out() -> None:
@@ -151,3 +47,76 @@ def test_trouble_log_holds_back_repeats_and_counts_them(caplog: pytest.LogCaptur
         "acknowledged again (after 95 s)",
     ]
     assert log.active("commit") and not log.active("flush")
+
+
+# ---------------------------------------------------------------- the client adapter
+def test_client_adapter_counts_connections_from_public_metrics(own_broker: KafkaBroker) -> None:
+    """Readiness reads kafka-python's public metrics: connections while the broker is up,
+    none once it is away."""
+    consumer = KafkaConsumer(bootstrap_servers=own_broker.bootstrap, group_id=None)
+    silent = KafkaConsumer(bootstrap_servers=own_broker.bootstrap, metrics_enabled=False)
+    try:
+        consumer.topics()
+        assert (ClientAdapter.connections(consumer) or 0) > 0
+        assert ClientAdapter.connections(silent) is None  # unknown: readiness stays true
+        own_broker.stop()
+        wait_for(lambda: ClientAdapter.connections(consumer) == 0, 60, "connections to drop")
+    finally:
+        consumer.close()
+        silent.close()
+
+
+def test_client_adapter_refuses_a_kafka_python_without_an_io_loop() -> None:
+    """A kafka-python layout without the consumer's IO loop raises (a revoke would
+    otherwise skip its checkpoint and commit without a word)."""
+    coroutine = ClientAdapter.await_in_thread(object(), lambda: True)
+    with pytest.raises(RuntimeError, match="no consumer IO loop"):
+        coroutine.send(None)
+
+
+def test_client_adapter_runs_listener_work_on_a_helper_thread(kafka_bootstrap: str) -> None:
+    """A rebalance listener awaits blocking work on a helper thread through the consumer's
+    IO loop: the work runs off the IO thread, its result and its exception come back to
+    the listener, and kafka-python keeps the group going meanwhile."""
+    topic = f"adapter-{uuid.uuid4().hex[:10]}"
+    create_topic(kafka_bootstrap, topic, 1)
+    seen: dict[str, object] = {}
+
+    def work() -> bool:
+        seen["work_thread"] = threading.current_thread().name
+        time.sleep(0.2)  # blocking: refused on the IO thread
+        return True
+
+    def failing() -> bool:
+        raise ZeroDivisionError("inside the helper thread")
+
+    class Listener(AsyncConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: object) -> None:
+            pass
+
+        async def on_partitions_assigned(self, assigned: object) -> None:
+            seen["listener_thread"] = threading.current_thread().name
+            seen["result"] = await ClientAdapter.await_in_thread(consumer, work)
+            try:
+                await ClientAdapter.await_in_thread(consumer, failing)
+            except ZeroDivisionError as exc:
+                seen["error"] = exc
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=f"g-{topic}")
+    try:
+        consumer.subscribe([topic], listener=Listener())
+        deadline = time.monotonic() + 60
+        while "error" not in seen and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+    finally:
+        consumer.close()
+    assert seen["result"] is True
+    assert isinstance(seen["error"], ZeroDivisionError)
+    assert seen["work_thread"] == "stream-nb rebalance"
+    assert seen["listener_thread"] != seen["work_thread"]
+
+
+def test_client_adapter_sees_the_c_crc32c_of_the_kafka_extra() -> None:
+    """The ``kafka`` extra (and the test extra) installs ``crc32c``, which kafka-python
+    then uses."""
+    assert ClientAdapter.native_crc32c() is True

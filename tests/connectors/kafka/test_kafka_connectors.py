@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka_helpers import create_topic
 
 from stream_nb import ConfigError
 from stream_nb.connectors.kafka import (
@@ -22,14 +22,6 @@ from stream_nb.connectors.kafka import (
     KafkaSource,
     parse_kafka_url,
 )
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-    finally:
-        admin.close()
 
 
 def read_all(bootstrap: str, topic: str, n: int, partitions: int = 1) -> list:
@@ -67,6 +59,23 @@ def test_url_parsing_and_errors() -> None:
         parse_kafka_url("kafka://a:1/")
     with pytest.raises(ConfigError, match="not a Kafka URL"):
         parse_kafka_url("file:/tmp/x")
+
+
+def test_names_in_urls_stay_text() -> None:
+    """A group or worker id that reads as a number stays the name it is (a group id
+    ``524912e979`` used to become ``inf``, and the static member's leave then failed)."""
+    _, _, options = parse_kafka_url(
+        "kafka://a:1/t?group_id=524912e979&worker_id=1651342231&sync_topic=7"
+        "&group_instance_id=0012&linger_ms=5&acks=1"
+    )
+    assert options == {
+        "group_id": "524912e979",
+        "worker_id": "1651342231",
+        "sync_topic": "7",
+        "group_instance_id": "0012",
+        "linger_ms": 5,
+        "acks": 1,
+    }
 
 
 def test_auto_commit_refused(kafka_bootstrap: str) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from kafka import KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka_broker import KafkaBroker, die_with_parent, free_port
@@ -35,7 +34,7 @@ from kafka_helpers import (
 )
 from test_kafka_daemon import metric
 
-from stream_nb.connectors.kafka.client import DEAD_LETTER_PAYLOAD_BYTES, ClientAdapter
+from stream_nb.connectors.kafka.records import DEAD_LETTER_PAYLOAD_BYTES
 
 PARTITIONS = 3
 
@@ -495,30 +494,3 @@ def test_keys_and_headers_reach_predictions_and_dead_letters_blanks_are_counted(
     assert headers["trace-id"] == b"t-bad"
     assert headers["stream_nb.reason"] == b"invalid_json"  # not the event's spoofed one
     assert [v for k, v in dead.headers if k == "stream_nb.reason"] == [b"invalid_json"]
-
-
-# ---------------------------------------------------------------- the client adapter
-def test_client_adapter_counts_connections_from_public_metrics(own_broker: KafkaBroker) -> None:
-    """Readiness reads kafka-python's public metrics: connections while the broker is up,
-    none once it is away."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(bootstrap_servers=own_broker.bootstrap, group_id=None)
-    silent = KafkaConsumer(bootstrap_servers=own_broker.bootstrap, metrics_enabled=False)
-    try:
-        consumer.topics()
-        assert (ClientAdapter.connections(consumer) or 0) > 0
-        assert ClientAdapter.connections(silent) is None  # unknown: readiness stays true
-        own_broker.stop()
-        wait_for(lambda: ClientAdapter.connections(consumer) == 0, 60, "connections to drop")
-    finally:
-        consumer.close()
-        silent.close()
-
-
-def test_client_adapter_refuses_a_kafka_python_without_an_io_loop() -> None:
-    """A kafka-python layout without the consumer's IO loop raises (a revoke would
-    otherwise skip its checkpoint and commit without a word)."""
-    coroutine = ClientAdapter.await_in_thread(object(), lambda: True)
-    with pytest.raises(RuntimeError, match="no consumer IO loop"):
-        coroutine.send(None)

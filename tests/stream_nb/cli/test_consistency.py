@@ -3,6 +3,7 @@ and learner modules that fail to import."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,15 @@ import orjson
 import pytest
 from test_cli import EXE, cli
 
+from stream_nb import CategoricalNB
 from stream_nb.cli.flags import split_env_list
+from stream_nb.engine.checkpoint import Checkpointer
+
+
+def help_options(*command: str) -> set[str]:
+    """The option strings a command's ``--help`` shows (usage line and option list)."""
+    text = cli(*command, "--help").stdout.decode()
+    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", text))
 
 
 def test_demo_takes_the_same_names_as_run_and_keeps_the_old_ones():
@@ -27,9 +36,10 @@ def test_demo_takes_the_same_names_as_run_and_keeps_the_old_ones():
     )
     assert len(run.stdout.splitlines()) == 40
     # the old spellings stay out of the help
-    helptext = cli("demo", "--help").stdout.decode()
-    assert "--demo" in helptext and "--limit" in helptext
-    assert "--stream" not in helptext and "-n N" not in helptext
+    shown = help_options("demo")
+    assert {"--demo", "--limit", "--seed"} <= shown
+    assert not {"--stream", "-n", "--n"} & shown, shown
+    assert {"--demo", "--limit", "--seed", "--source"} <= help_options("run")
 
 
 def test_eval_reads_its_events_from_source_and_keeps_input(tmp_path):
@@ -47,6 +57,13 @@ def test_eval_reads_its_events_from_source_and_keeps_input(tmp_path):
     missing = cli("eval", "--model", "CategoricalNB", check=False)
     assert missing.returncode == 2
     assert b"--source (alias --input) is required" in missing.stderr
+    # an unreadable source: the error names the flag by its canonical name
+    unreadable = cli("eval", "--source", tmp_path / "nope.jsonl", check=False)
+    assert unreadable.returncode == 2
+    assert b"--source (alias --input): cannot open source file" in unreadable.stderr
+    shown = help_options("eval")
+    assert {"--source", "--limit", "--model"} <= shown
+    assert not {"--input", "-i"} & shown, shown
 
 
 @pytest.mark.parametrize(
@@ -81,6 +98,25 @@ def test_the_help_texts_own_environment_example_works(tmp_path):
     assert "alpha=0.5" in models['CategoricalNB:{"alpha": 0.5}']["learner"]
 
 
+def test_run_takes_the_model_spec_of_eval(tmp_path):
+    """``run --model NAME:JSON`` (and the help's STREAM_NB_MODEL example) as ``eval``: the
+    parameters on top of the daemon's bounds, next to --param; the class name in logs."""
+    env = {"STREAM_NB_MODEL": 'CategoricalNB:{"alpha": 0.5}'}
+    proc = cli("run", "--demo", "categorical", "--limit", "10", "--param", "fit_prior=false",
+               "--checkpoint-dir", tmp_path / "env", env=env)  # fmt: skip
+    assert "running CategoricalNB from demo:categorical" in proc.stderr.decode()
+    params = orjson.loads(cli("inspect", "--snapshot", tmp_path / "env").stdout)["params"]
+    assert params["alpha"] == 0.5 and params["fit_prior"] is False
+    assert params["max_values_per_feature"] == 10_000  # the daemon's bound
+    # a bound given in the spec replaces the daemon's, as --param would
+    spec = 'CategoricalNB:{"max_values_per_feature": 3, "max_classes": null}'
+    cli("run", "--model", spec, "--demo", "categorical", "--limit", "10",
+        "--checkpoint-dir", tmp_path / "spec")  # fmt: skip
+    params = orjson.loads(cli("inspect", "--snapshot", tmp_path / "spec").stdout)["params"]
+    assert params["max_values_per_feature"] == 3 and params["max_classes"] is None
+    assert params["max_features"] == 10_000 and params["alpha"] == 1.0
+
+
 def test_a_repeatable_flag_on_the_command_line_replaces_its_environment_variable(tmp_path):
     (tmp_path / "in.jsonl").write_bytes(
         cli("demo", "--demo", "categorical", "--limit", "200").stdout
@@ -89,7 +125,13 @@ def test_a_repeatable_flag_on_the_command_line_replaces_its_environment_variable
     assert list(_eval_models(tmp_path, env=env)) == ["TAN", "NaiveBayes"]
     given = _eval_models(tmp_path, "--model", "CategoricalNB", "--model", "AODE", env=env)
     assert list(given) == ["CategoricalNB", "AODE"]
-    # --param the same: the command line's value, not the environment's plus it
+    # --param the same: the environment's items (JSON values, split outside JSON) ...
+    env = {"STREAM_NB_PARAM": "alpha=0.5 fit_prior=false"}
+    cli("run", "--model", "CategoricalNB", "--demo", "categorical", "--limit", "10",
+        "--checkpoint-dir", tmp_path / "env", env=env)  # fmt: skip
+    inspected = orjson.loads(cli("inspect", "--snapshot", tmp_path / "env").stdout)
+    assert inspected["params"]["alpha"] == 0.5 and inspected["params"]["fit_prior"] is False
+    # ... or the command line's value, not the environment's plus it
     out = cli(
         "run",
         "--model",
@@ -109,8 +151,9 @@ def test_a_repeatable_flag_on_the_command_line_replaces_its_environment_variable
     assert inspected["params"]["alpha"] == 2.0 and inspected["params"]["fit_prior"] is True
 
 
-def test_a_learner_module_that_fails_to_import_surfaces_its_error(tmp_path):
-    # a learner package with one broken module, found the way the CLI finds learners
+def with_a_broken_learner_module(tmp_path, argv):
+    """``stream-nb ARGV`` in a process whose learner package has one broken module,
+    found the way the CLI finds learners."""
     broken = tmp_path / "plugins"
     broken.mkdir()
     (broken / "brokennb.py").write_text("raise ImportError('needs libfoo 2.1, found 1.9')\n")
@@ -120,12 +163,43 @@ def test_a_learner_module_that_fails_to_import_surfaces_its_error(tmp_path):
         import stream_nb.seminaive as seminaive
         seminaive.__path__.append({str(broken)!r})
         from stream_nb.cli import main
-        sys.exit(main(["run", "--model", "BrokenNB", "--demo", "agrawal", "--limit", "1"]))
+        sys.exit(main({[str(a) for a in argv]!r}))
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+
+
+IMPORT_ERROR = "stream_nb.seminaive.brokennb failed to import: ImportError: needs libfoo 2.1"
+
+
+def test_a_learner_module_that_fails_to_import_surfaces_its_error(tmp_path):
+    argv = ["run", "--model", "BrokenNB", "--demo", "agrawal", "--limit", "1"]
+    proc = with_a_broken_learner_module(tmp_path, argv)
     assert proc.returncode == 2
     err = proc.stderr.decode()
     assert "unknown learner 'BrokenNB'" in err
-    assert "stream_nb.seminaive.brokennb failed to import: ImportError: needs libfoo 2.1" in err
+    assert IMPORT_ERROR in err
     assert Path(EXE).exists()
+
+
+@pytest.mark.parametrize("command", ["inspect", "merge", "run"])
+def test_a_snapshot_whose_learner_module_fails_to_import_names_the_error(tmp_path, command):
+    state = CategoricalNB().to_state()
+    state["learner"] = "BrokenNB"  # as a learner defined in the broken module would write it
+    body = {
+        "format": "stream-nb/engine", "created": 0.0, "learner": state, "source": None,
+        "sink": None, "dead_letters": None, "evaluator": None, "delayed": None,
+        "counters": None, "extra": {},
+    }  # fmt: skip
+    snapshot = tmp_path / "ck" / f"snapshot-{Checkpointer(tmp_path / 'ck').write(body)}.json"
+    argv = {
+        "inspect": ["inspect", "--snapshot", snapshot],
+        "merge": ["merge", snapshot, "-o", tmp_path / "merged.snap"],
+        "run": ["run", "--model", "CategoricalNB", "--initial-model", snapshot, "--demo",
+                "agrawal", "--limit", "1"],
+    }[command]  # fmt: skip
+    proc = with_a_broken_learner_module(tmp_path, argv)
+    err = proc.stderr.decode()
+    assert proc.returncode == (2 if command == "run" else 1), err
+    assert "unknown learner 'BrokenNB' in state" in err
+    assert IMPORT_ERROR in err

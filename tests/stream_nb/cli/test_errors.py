@@ -83,6 +83,12 @@ def test_run_initial_model_without_a_learner_or_with_a_wrong_format(tmp_path, ev
     bad_state = _snapshot(tmp_path / "c.snap", learner={"learner": "CategoricalNB"})
     proc = cli("run", "--model", "CategoricalNB", "--initial-model", bad_state, "--source", events)
     failed(proc, "--initial-model", "c.snap", "invalid learner state", code=2)
+    # another learner class, named by its class whatever parameters --model gives
+    good = _snapshot(tmp_path / "d.snap")
+    spec = 'GaussianNB:{"var_smoothing": 1e-6}'
+    proc = cli("run", "--model", spec, "--initial-model", good, "--source", events)
+    message = "--initial-model holds a CategoricalNB, not a GaussianNB; use --model CategoricalNB"
+    failed(proc, message, code=2)
 
 
 def test_run_port_in_use_names_the_flag(tmp_path, events):
@@ -113,6 +119,15 @@ def test_eval_hostile_inputs(tmp_path, events):
     failed(proc, "curve.csv")
     failed(cli("eval", "--input", tmp_path / "missing.jsonl"), "--input", code=2)
     failed(cli("eval", "--input", events, "--model", "NoSuchNB"), "unknown learner", code=2)
+
+
+def test_run_and_eval_refuse_a_bad_loss_matrix_the_same_way(events):
+    """A usage error (exit code 2) naming the flag and the entry, from both commands."""
+    for value in ('{"a": {"b": "x"}}', '{"a": {"b": 1e999}}', '{"a": 3}', "[[1, 2]]"):
+        run = cli("run", "--source", events, "--loss-matrix", value)
+        evaluate = cli("eval", "--source", events, "--loss-matrix", value)
+        message = failed(run, "--loss-matrix", code=2).partition("error: ")[2]
+        assert failed(evaluate, "--loss-matrix", code=2).partition("error: ")[2] == message
 
 
 # ---------------------------------------------------------------------- inspect

@@ -194,6 +194,31 @@ def test_raise_policy_names_position_and_reason():
         engine.run()
 
 
+@pytest.mark.parametrize("unkeyed", [False, True])
+def test_raise_policy_stops_at_the_learner_rejection(unkeyed):
+    """Under ``raise`` a learner's rejection stops the batch where it stands: the
+    events before it are written and learned, an event rejected when learning keeps
+    its prediction record, and nothing after it is learned or written."""
+
+    class UnkeyedSink(MemorySink):
+        uses_keys = False
+
+    at_predict = [{"tok": 2, "y": "a"}, {"tok": 1, "y": "b"}, {"tok": -1, "y": "a"}, {"tok": 3}]
+    at_learn = [{"tok": 2, "y": "a"}, {"tok": 1, "y": "b"}, {"tok": 1, "y": "c"}, {"tok": 3}]
+    cases = [
+        (MultinomialNB(), at_predict, "negative_count", [0, 1]),
+        (MultinomialNB(max_classes=2), at_learn, "too_many_classes", [0, 1, 2]),
+    ]
+    for learner, items, reason, written in cases:
+        sink = UnkeyedSink() if unkeyed else MemorySink()
+        engine = Engine(learner, ListSource(items), sink, error_policy=ErrorPolicy.RAISE)
+        with pytest.raises(InvalidEventError) as raised:
+            engine.run()
+        assert raised.value.reason == reason
+        assert [r["position"]["index"] for r in sink.records()] == written
+        assert engine.learner.n_learned == 2
+
+
 def test_learner_rejection_is_a_dead_letter_before_emission():
     items = [{"tok": 2, "y": "a"}, {"tok": -1, "y": "a"}, {"tok": "x", "y": "b"}, {"tok": 1}]
     sink, dead = MemorySink(), MemorySink()
@@ -444,7 +469,7 @@ def test_fused_log_softmax_argmax_is_bit_identical_to_the_library():
     import random
 
     from stream_nb.base import log_softmax
-    from stream_nb.engine.per_event import _log_softmax_argmax
+    from stream_nb.base import log_softmax_argmax as _log_softmax_argmax
 
     rng = random.Random(1)
     cases = [{"a": 0.0, "b": 0.0}, {"a": -math.inf, "b": -math.inf}, {1: -math.inf, 2: -3.0}]
@@ -533,6 +558,8 @@ def test_delayed_labels_across_crashes_equal_an_uninterrupted_run(tmp_path):
 class _PerEventEngine(Engine):
     """The engine forced onto its per-event path (the reference for the batch path)."""
 
+    # (no public switch: explain=True and error_policy=RAISE take this path, but change
+    # the records and the dead letters these tests compare)
     def _process(self, records):
         from stream_nb.engine.per_event import process_each
 

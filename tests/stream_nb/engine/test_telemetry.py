@@ -11,6 +11,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -352,6 +353,38 @@ def test_every_metric_follows_the_naming_conventions(metrics: EngineMetrics) -> 
         for s in family.samples:
             assert set(s.labels) - {"le"} <= ALLOWED_LABELS, (s.name, s.labels)
     assert ours >= 25
+
+
+EVALUATION_MD = Path(__file__).resolve().parents[3] / "docs" / "evaluation.md"
+
+
+def documented_metrics() -> dict[str, set[str]]:
+    """{metric name: its labels} from the metrics table of docs/evaluation.md."""
+    text = EVALUATION_MD.read_text(encoding="utf-8")
+    section = text.split("## Prometheus metrics and health", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for row in section.splitlines():
+        cells = row.split("|")
+        if not row.startswith("| `stream_nb_") or len(cells) != 5:
+            continue
+        # label names in backticks; their values (in parentheses) left out
+        labels = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", cells[3])))
+        for name in re.findall(r"`(stream_nb_\w+)`", cells[1]):
+            table[name] = labels
+    return table
+
+
+def test_docs_list_every_metric_with_its_labels(metrics: EngineMetrics) -> None:
+    """docs/evaluation.md holds the one list of the metrics: the same names and labels."""
+    drive(metrics)
+    metrics.watch(ready=lambda: True, progress_age=lambda: 1.0, backlog_bytes=lambda: 0)
+    exported: dict[str, set[str]] = {}
+    for family in metrics.registry.collect():
+        if family.name.startswith(DEFAULT_COLLECTOR_PREFIXES):
+            continue
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        exported[name] = {label for s in family.samples for label in s.labels} - {"le"}
+    assert documented_metrics() == exported
 
 
 def test_label_values_are_bounded(metrics: EngineMetrics) -> None:

@@ -31,6 +31,7 @@ from stream_nb import (
     PrequentialEvaluator,
     bayes_risk_decision,
 )
+from stream_nb.evaluation.scoreboard import Scoreboard
 
 Event = tuple[Hashable, Hashable | None, dict[Hashable, float]]
 MAX_LOSS = -math.log(LOG_LOSS_FLOOR)
@@ -635,8 +636,13 @@ def test_unhashable_labels_leave_the_evaluator_unchanged() -> None:
 
 def test_window_entries_are_bounded() -> None:
     ev = feed(PrequentialEvaluator(window=3), random_stream(4, 50))
-    assert len(ev._ring) == 3 and len(ev.to_state()["window_entries"]) == 3
-    assert len(ev._ring.arrays[0]) <= 64
+    assert len(ev.to_state()["window_entries"]) == 3
+    # the evaluator's per-event path, on a scoreboard of its own: the ring never grows
+    board = Scoreboard(window_size=3)
+    for y, p, lp in random_stream(4, 50):
+        board.add(y, p, event_loss(y, lp))
+    assert len(board.ring) == 3
+    assert len(board.ring.arrays[0]) <= 64
 
 
 # ---------------------------------------------------------------------- update_many

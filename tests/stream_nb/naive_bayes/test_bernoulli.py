@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, KeysView, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,13 +23,23 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles import Event, decayed_weights, normalise
+from oracles import (
+    Event,
+    assert_close,
+    assert_merge_and_copy,
+    assert_prequential,
+    class_weights,
+    decayed_weights,
+    learn_scaled,
+    log_prior,
+    normalise,
+    token_events,
+)
+from probes import count_logs, guard_vocabulary
 
 import stream_nb.naive_bayes.bernoulli as bernoulli_module
 from stream_nb import BernoulliNB, ConfigError, InvalidEventError, Learner
-
-#: Agreement required between the learner and the brute-force reference.
-TOLERANCE = 1e-9
+from stream_nb._state import from_pairs
 
 
 # ------------------------------------------------------------------ brute force
@@ -50,26 +60,18 @@ def reference_log_proba(
     if not events:
         return {}
     weights = decayed_weights(events, half_life)
-    n_y: dict[Hashable, float] = {}
+    n_y = class_weights(events, weights)
     n_yw: dict[tuple[Hashable, str], float] = {}
     vocabulary: set[str] = set()
     for (xi, y, _), w in zip(events, weights, strict=True):
-        n_y[y] = n_y.get(y, 0.0) + w
         for feature, value in xi.items():
             vocabulary.add(feature)
             if is_on(value, binarize):
                 n_yw[y, feature] = n_yw.get((y, feature), 0.0) + w
-    n, k = math.fsum(n_y.values()), len(n_y)
+    prior = log_prior(n_y, math.fsum(n_y.values()), alpha, fit_prior, class_prior)
     scores = {}
-    for y in n_y:
-        if class_prior is not None:
-            if y not in class_prior:
-                continue
-            terms = [math.log(class_prior[y])]
-        elif fit_prior:
-            terms = [math.log((n_y[y] + alpha) / (n + k * alpha))]
-        else:
-            terms = [-math.log(k)]
+    for y, lp in prior.items():
+        terms = [lp]
         for feature in vocabulary:
             count = n_yw.get((y, feature), 0.0)
             if feature in x and is_on(x[feature], binarize):
@@ -98,19 +100,6 @@ def feature_stream(
     return events
 
 
-def probe(x: Mapping[str, Any], rng: random.Random, binary: bool) -> dict[str, Any]:
-    """The event plus a feature never learned."""
-    out = dict(x)
-    out[f"unseen{rng.randrange(3)}"] = 1 if binary else rng.randint(0, 2)
-    return out
-
-
-def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) -> None:
-    assert got.keys() == want.keys()
-    for c, v in want.items():
-        assert abs(got[c] - v) <= TOLERANCE * max(1.0, abs(v)), (c, got[c], v)
-
-
 # ------------------------------------------------------------------ reference agreement
 @pytest.mark.parametrize(
     "params",
@@ -129,13 +118,7 @@ def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) 
 def test_matches_brute_force_on_every_prequential_step(params: dict[str, Any]) -> None:
     binary = "binarize" in params and params["binarize"] is None
     events = feature_stream(seed=len(repr(params)), n=150, binary=binary)
-    rng = random.Random(0)
-    model = BernoulliNB(**params)
-    for i, (x, y, w) in enumerate(events):
-        x_probe = probe(x, rng, binary)
-        want = reference_log_proba(events[:i], x_probe, **params)
-        assert_close(model.predict_log_proba_one(x_probe), want)
-        model.learn_one(x, y, w)
+    assert_prequential(BernoulliNB(**params), events, reference_log_proba, binary=binary, **params)
 
 
 def test_forgetting_across_renormalisation() -> None:
@@ -231,26 +214,9 @@ def test_ten_thousand_features_stay_finite() -> None:
     assert_close(got, reference_log_proba(events, x, alpha=1e-6))
 
 
-event_strategy = st.tuples(
-    st.dictionaries(
-        st.sampled_from([f"w{i}" for i in range(8)]),
-        st.one_of(st.integers(0, 3), st.floats(0, 3, allow_nan=False)),
-        max_size=5,
-    ),
-    st.sampled_from(["a", "b", "c"]),
-    st.sampled_from([1.0, 0.5, 3.0]),
-)
-
-
-@given(events=st.lists(event_strategy, min_size=1, max_size=12), x=event_strategy)
-def test_property_matches_reference_and_weight_scaling(
-    events: list[Event], x: tuple[dict[str, Any], str, float]
-) -> None:
-    model = BernoulliNB(alpha=0.7, binarize=1.0)
-    scaled = BernoulliNB(alpha=0.7 * 4.0, binarize=1.0)
-    for xi, y, w in events:
-        model.learn_one(xi, y, w)
-        scaled.learn_one(xi, y, w * 4.0)
+@given(events=st.lists(token_events(3, 3), min_size=1, max_size=12), x=token_events(3, 3))
+def test_property_matches_reference_and_weight_scaling(events: list[Event], x: Event) -> None:
+    model, scaled = learn_scaled(lambda alpha: BernoulliNB(alpha=alpha, binarize=1.0), events, 0.7)
     got = model.predict_log_proba_one(x[0])
     assert_close(got, reference_log_proba(events, x[0], alpha=0.7, binarize=1.0))
     assert_close(scaled.predict_log_proba_one(x[0]), got)
@@ -260,22 +226,11 @@ def test_property_matches_reference_and_weight_scaling(
 @pytest.mark.parametrize("half_life", [None, 10.0])
 def test_merge_equals_union_and_state_round_trip(half_life: float | None) -> None:
     events = feature_stream(seed=9, n=120)
-    a, b, union = (BernoulliNB(alpha=0.5, half_life=half_life) for _ in range(3))
-    for i, (x, y, w) in enumerate(events):
-        (a if i % 2 else b).learn_one(x, y, w)
-    for x, y, w in [e for i, e in enumerate(events) if i % 2] + [
-        e for i, e in enumerate(events) if not i % 2
-    ]:
-        union.learn_one(x, y, w)
-    merged = Learner.from_state(orjson.loads(orjson.dumps(a.to_state())))
-    merged.merge(b)
-    copy = Learner.from_state(orjson.loads(orjson.dumps(merged.to_state())))
-    for x, _, _ in events[:30]:
-        if half_life is None:
-            assert_close(merged.predict_log_proba_one(x), union.predict_log_proba_one(x))
-        assert copy.predict_log_proba_one(x) == merged.predict_log_proba_one(x)
+    merged, copy = assert_merge_and_copy(
+        lambda: BernoulliNB(alpha=0.5, half_life=half_life), events, union=half_life is None
+    )
     # the vocabulary includes features that were never on
-    assert set(copy._counts) == set(merged._counts)
+    assert set(copy.feature_names()) == set(merged.feature_names())
 
 
 def test_features_never_on_are_in_the_vocabulary() -> None:
@@ -326,28 +281,13 @@ def test_inputs_are_not_mutated_and_cold_start() -> None:
 
 
 # ------------------------------------------------------------------ cost
-class ScanGuard(dict):  # type: ignore[type-arg]
-    """A dict that counts lookups and fails on any scan of its contents."""
-
-    lookups = 0
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        ScanGuard.lookups += 1
-        return super().get(key, default)
-
-    def _scan(self, *args: Any) -> Any:
-        raise AssertionError("the vocabulary was scanned")
-
-    items = values = __iter__ = _scan  # type: ignore[assignment]
-
-    def keys(self) -> Any:  # type: ignore[override]
-        """A view that answers membership (O(1)) but fails if iterated."""
-        return _GuardedKeys(self)
-
-
-class _GuardedKeys(KeysView):  # type: ignore[type-arg]
-    def __iter__(self) -> Any:
-        raise AssertionError("the vocabulary was scanned")
+def distinct_counts(model: BernoulliNB) -> dict[Hashable, set[float]]:
+    """The distinct counts ``N_{y,w} > 0`` of each class, from the model's state."""
+    out: dict[Hashable, set[float]] = {}
+    for by_class in from_pairs(model.to_state()["stats"]["counts"]).values():
+        for y, n in from_pairs(by_class).items():
+            out.setdefault(y, set()).add(n)
+    return out
 
 
 def test_prediction_does_not_scan_the_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -357,24 +297,16 @@ def test_prediction_does_not_scan_the_vocabulary(monkeypatch: pytest.MonkeyPatch
         x = dict.fromkeys((f"w{j}" for j in range(i, i + 100)), 1)
         for repeat in range(1 + i // 100 % 4):
             model.learn_one(x, (i + repeat) % 3)
-    assert len(model._counts) == 100_000
-    distinct = max(len(h) for h in model._hist)
+    assert model.model_size()["features"] == 100_000
+    distinct = max(map(len, distinct_counts(model).values()))
     assert distinct <= 4
-    model._counts = ScanGuard(model._counts)
-    logs = []
-
-    def counting_log(v: float) -> float:
-        logs.append(v)
-        return math.log(v)
-
-    monkeypatch.setattr(bernoulli_module, "_log", counting_log)
-    monkeypatch.setattr(bernoulli_module, "_log1p", lambda v: counting_log(1.0 + v))
+    guard = guard_vocabulary(model)
+    logs = count_logs(monkeypatch, bernoulli_module)
     x = {"w5": 1, "w70000": 1, "w99999": 0, "never": 1}
-    ScanGuard.lookups = 0
     model.learn_one(x, 1)
     model.predict_log_proba_one(x)
     classes = 3
-    assert ScanGuard.lookups <= 2 * len(x)
+    assert guard.lookups <= 2 * len(x)
     # per (on-feature, class) one log, per class a few, plus one per distinct count
     # of every class whose aggregate was stale (all of them on the first prediction)
     assert len(logs) <= len(x) * classes + 3 * classes + classes * (distinct + 1)

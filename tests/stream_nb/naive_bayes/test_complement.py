@@ -16,21 +16,28 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, KeysView, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles import Event, decayed_weights, normalise
+from oracles import (
+    Event,
+    assert_close,
+    assert_merge_and_copy,
+    assert_prequential,
+    decayed_weights,
+    learn_scaled,
+    normalise,
+    token_events,
+    token_stream,
+)
+from probes import count_logs, guard_vocabulary
 
 import stream_nb.naive_bayes.complement as complement_module
-from stream_nb import ComplementNB, ConfigError, InvalidEventError, Learner
-
-#: Agreement required between the learner and the brute-force reference.
-TOLERANCE = 1e-9
+from stream_nb import ComplementNB, ConfigError, InvalidEventError
 
 
 # ------------------------------------------------------------------ brute force
@@ -70,35 +77,6 @@ def reference_log_proba(
     return normalise(scores)
 
 
-def token_stream(seed: int, n: int, vocabulary: int = 25, classes: int = 3) -> list[Event]:
-    """Random documents: zero counts, float counts, weights, a class that starts late."""
-    rng = random.Random(seed)
-    events = []
-    for i in range(n):
-        x: dict[str, Any] = {}
-        for _ in range(rng.randint(0, 6)):
-            token = f"t{min(int(rng.expovariate(0.25)), vocabulary - 1)}"
-            x[token] = rng.choice([0, 1, 1, 1, 2, 3, 0.5])
-        late = i > n * 0.6 and rng.random() < 0.3
-        y: Hashable = "late" if late else rng.randrange(classes - 1)
-        w = rng.choice([1.0, 1.0, 0.5, 2.0, 0.1])
-        events.append((x, y, w))
-    return events
-
-
-def probe(x: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    """The event plus a token never learned."""
-    out = dict(x)
-    out[f"unseen{rng.randrange(3)}"] = rng.randint(0, 2)
-    return out
-
-
-def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) -> None:
-    assert got.keys() == want.keys()
-    for c, v in want.items():
-        assert abs(got[c] - v) <= TOLERANCE * max(1.0, abs(v)), (c, got[c], v)
-
-
 # ------------------------------------------------------------------ reference agreement
 @pytest.mark.parametrize(
     "params",
@@ -114,14 +92,7 @@ def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) 
 )
 def test_matches_brute_force_on_every_prequential_step(params: dict[str, Any]) -> None:
     events = token_stream(seed=len(repr(params)), n=150)
-    rng = random.Random(0)
-    model = ComplementNB(**params)
-    for i, (x, y, w) in enumerate(events):
-        x_probe = probe(x, rng)
-        assert_close(
-            model.predict_log_proba_one(x_probe), reference_log_proba(events[:i], x_probe, **params)
-        )
-        model.learn_one(x, y, w)
+    assert_prequential(ComplementNB(**params), events, reference_log_proba, **params)
 
 
 @pytest.mark.parametrize("norm", [False, True])
@@ -227,30 +198,15 @@ def test_ten_thousand_features_stay_finite(norm: bool) -> None:
     assert_close(got, reference_log_proba(events, x, alpha=1e-3, norm=norm))
 
 
-event_strategy = st.tuples(
-    st.dictionaries(
-        st.sampled_from([f"w{i}" for i in range(8)]),
-        st.one_of(st.integers(0, 5), st.floats(0, 10, allow_nan=False)),
-        max_size=5,
-    ),
-    st.sampled_from(["a", "b", "c"]),
-    st.sampled_from([1.0, 0.5, 3.0]),
-)
-
-
 @given(
-    events=st.lists(event_strategy, min_size=1, max_size=12),
-    x=event_strategy,
+    events=st.lists(token_events(5, 10), min_size=1, max_size=12),
+    x=token_events(5, 10),
     norm=st.booleans(),
 )
 def test_property_matches_reference_and_weight_scaling(
-    events: list[Event], x: tuple[dict[str, Any], str, float], norm: bool
+    events: list[Event], x: Event, norm: bool
 ) -> None:
-    model = ComplementNB(alpha=0.7, norm=norm)
-    scaled = ComplementNB(alpha=0.7 * 4.0, norm=norm)
-    for xi, y, w in events:
-        model.learn_one(xi, y, w)
-        scaled.learn_one(xi, y, w * 4.0)
+    model, scaled = learn_scaled(lambda alpha: ComplementNB(alpha=alpha, norm=norm), events, 0.7)
     got = model.predict_log_proba_one(x[0])
     assert_close(got, reference_log_proba(events, x[0], alpha=0.7, norm=norm))
     assert_close(scaled.predict_log_proba_one(x[0]), got)
@@ -260,20 +216,11 @@ def test_property_matches_reference_and_weight_scaling(
 @pytest.mark.parametrize(("norm", "half_life"), [(False, None), (True, None), (True, 10.0)])
 def test_merge_equals_union_and_state_round_trip(norm: bool, half_life: float | None) -> None:
     events = token_stream(seed=9, n=120)
-    a, b, union = (ComplementNB(alpha=0.5, norm=norm, half_life=half_life) for _ in range(3))
-    for i, (x, y, w) in enumerate(events):
-        (a if i % 2 else b).learn_one(x, y, w)
-    for x, y, w in [e for i, e in enumerate(events) if i % 2] + [
-        e for i, e in enumerate(events) if not i % 2
-    ]:
-        union.learn_one(x, y, w)
-    merged = Learner.from_state(orjson.loads(orjson.dumps(a.to_state())))
-    merged.merge(b)
-    copy = Learner.from_state(orjson.loads(orjson.dumps(merged.to_state())))
-    for x, _, _ in events[:30]:
-        if half_life is None:
-            assert_close(merged.predict_log_proba_one(x), union.predict_log_proba_one(x))
-        assert copy.predict_log_proba_one(x) == merged.predict_log_proba_one(x)
+    merged, copy = assert_merge_and_copy(
+        lambda: ComplementNB(alpha=0.5, norm=norm, half_life=half_life),
+        events,
+        union=half_life is None,
+    )
     for x, y, w in events[:20]:
         copy.learn_one(x, y, w)
         merged.learn_one(x, y, w)
@@ -308,35 +255,11 @@ def test_zero_counts_and_inputs() -> None:
     model.learn_one(x, "y")
     model.learn_one({"b": 1}, "z")
     assert x == {"a": 2, "zero": 0}
-    assert "zero" not in model._counts
+    assert "zero" not in model.feature_names()
     assert ComplementNB().predict_log_proba_one({"a": 1}) == {}
 
 
 # ------------------------------------------------------------------ cost
-class ScanGuard(dict):  # type: ignore[type-arg]
-    """A dict that counts lookups and fails on any scan of its contents."""
-
-    lookups = 0
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        ScanGuard.lookups += 1
-        return super().get(key, default)
-
-    def _scan(self, *args: Any) -> Any:
-        raise AssertionError("the vocabulary was scanned")
-
-    items = values = __iter__ = _scan  # type: ignore[assignment]
-
-    def keys(self) -> Any:  # type: ignore[override]
-        """A view that answers membership (O(1)) but fails if iterated."""
-        return _GuardedKeys(self)
-
-
-class _GuardedKeys(KeysView):  # type: ignore[type-arg]
-    def __iter__(self) -> Any:
-        raise AssertionError("the vocabulary was scanned")
-
-
 @pytest.mark.parametrize(("norm", "half_life"), [(False, None), (True, None), (False, 1e9)])
 def test_prediction_does_not_scan_the_vocabulary(
     norm: bool, half_life: float | None, monkeypatch: pytest.MonkeyPatch
@@ -345,21 +268,13 @@ def test_prediction_does_not_scan_the_vocabulary(
     for i in range(0, 100_000, 50):
         model.learn_one({f"w{j}": 1 for j in range(i, i + 50)}, i % 3)
     model.predict_log_proba_one({"w1": 1})  # norm=True with forgetting would refresh here
-    model._counts = ScanGuard(model._counts)
-    logs = []
-
-    def counting_log(v: float) -> float:
-        logs.append(v)
-        return math.log(v)
-
-    monkeypatch.setattr(complement_module, "_log", counting_log)
-    monkeypatch.setattr(complement_module, "_log1p", lambda v: counting_log(1.0 + v))
+    guard = guard_vocabulary(model)
+    logs = count_logs(monkeypatch, complement_module)
     x = {"w5": 2, "w70000": 1, "w99999": 1, "never": 4}
-    ScanGuard.lookups = 0
     model.learn_one(x, 1)
     model.predict_log_proba_one(x)
     classes = 3
-    assert ScanGuard.lookups <= 3 * len(x)
+    assert guard.lookups <= 3 * len(x)
     # learn (norm=True): ≤ 1 + classes logs per token; predict: ≤ 1 + classes per
     # token and 1 per class
     assert len(logs) <= 2 * len(x) * (classes + 1) + classes + 1

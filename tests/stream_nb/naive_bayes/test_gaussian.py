@@ -24,61 +24,22 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles import Event, decayed_weights, normalise
+from oracles import (
+    TOLERANCE,
+    Event,
+    assert_close,
+    class_weights,
+    decayed_weights,
+    gaussian_terms,
+    log_prior,
+    normalise,
+)
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
 from stream_nb import ConfigError, GaussianNB, InvalidEventError, Learner
-from stream_nb.naive_bayes._gaussian_stats import _MIN_EPSILON
-
-#: Agreement between learner and reference: |Δ| ≤ TOLERANCE × max(1, |value|).
-TOLERANCE = 1e-9
 
 
 # ------------------------------------------------------------------ brute force
-def weighted_moments(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, float]:
-    """(Σw, weighted mean, population variance) by two passes."""
-    n = math.fsum(w for _, w in pairs)
-    mean = math.fsum(w * v for v, w in pairs) / n
-    var = math.fsum(w * (v - mean) ** 2 for v, w in pairs) / n
-    return n, mean, var
-
-
-def gaussian_terms(
-    events: Sequence[Event],
-    weights: Sequence[float],
-    x: Mapping[str, Any],
-    classes: Sequence[Hashable],
-    var_smoothing: float,
-    numeric: set[str] | None = None,
-) -> dict[Hashable, float]:
-    """Σ_f log N(x_f; μ_yf, σ²_yf) per class, over the features that every class has learned.
-
-    ``numeric`` restricts the features considered (NaiveBayes' Gaussian ones).
-    """
-    values: dict[str, list[tuple[float, float, Hashable]]] = {}
-    for (ex, y, _), w in zip(events, weights, strict=True):
-        for f, v in ex.items():
-            if v is not None and (numeric is None or f in numeric):
-                values.setdefault(f, []).append((float(v), w, y))
-    variances = [weighted_moments([(v, w) for v, w, _ in vs])[2] for vs in values.values()]
-    max_var = max(variances, default=0.0)
-    out = dict.fromkeys(classes, 0.0)
-    if max_var == 0.0:
-        return out  # every feature constant: equal terms for every class, left out
-    eps = max(var_smoothing * max_var, _MIN_EPSILON)
-    for f, v in x.items():
-        if v is None or f not in values:
-            continue
-        by_class = {y: [(u, w) for u, w, c in values[f] if c == y] for y in classes}
-        if not all(by_class.values()):
-            continue  # some scored class has no statistics for f
-        for y in classes:
-            _, mean, var = weighted_moments(by_class[y])
-            var += eps
-            out[y] += -0.5 * (math.log(2 * math.pi * var) + (float(v) - mean) ** 2 / var)
-    return out
-
-
 def reference_log_proba(
     events: Sequence[Event],
     x: Mapping[str, Any],
@@ -90,24 +51,9 @@ def reference_log_proba(
     if not events:
         return {}
     weights = decayed_weights(events, half_life)
-    n_y: dict[Hashable, float] = {}
-    for (_, y, _), w in zip(events, weights, strict=True):
-        n_y[y] = n_y.get(y, 0.0) + w
-    n = math.fsum(weights)
-    if class_prior is None:
-        jll = {y: math.log(n_y[y] / n) for y in n_y}
-    else:
-        jll = {y: math.log(class_prior[y]) for y in n_y if y in class_prior}
+    jll = log_prior(class_weights(events, weights), math.fsum(weights), 0.0, True, class_prior)
     terms = gaussian_terms(events, weights, x, list(jll), var_smoothing)
     return normalise({y: jll[y] + terms[y] for y in jll})
-
-
-def assert_close(
-    got: Mapping[Hashable, float], want: Mapping[Hashable, float], tol: float = TOLERANCE
-) -> None:
-    assert got.keys() == want.keys()
-    for c in want:
-        assert abs(got[c] - want[c]) <= tol * max(1.0, abs(want[c])), (c, got[c], want[c])
 
 
 def random_stream(seed: int, n: int, weighted: bool = True, dense: bool = False) -> list[Event]:
@@ -220,7 +166,7 @@ def test_hand_computed_example() -> None:
 
 
 def test_zero_var_smoothing_uses_the_floor() -> None:
-    # without smoothing a class of constant values has σ² = _MIN_EPSILON: certain, finite
+    # without smoothing a class of constant values has σ² = MIN_VARIANCE: certain, finite
     model = GaussianNB(var_smoothing=0.0)
     for v, y in [(1.0, "a"), (1.0, "a"), (5.0, "b"), (7.0, "b")]:
         model.learn_one({"f": v}, y)

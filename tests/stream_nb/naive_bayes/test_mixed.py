@@ -8,7 +8,7 @@ The reference recomputes from the raw events, on every prequential step::
     categorical f   : log((N_{y,f,v} + α) / (N_{y,f} + S_f α))
     Gaussian f      : -½ (log(2π σ²) + (x - μ)² / σ²) with ε over the Gaussian features
 
-The Gaussian part is test_gaussian's reference, restricted to Gaussian features.
+The Gaussian part is the oracles' (test_gaussian's reference), restricted to Gaussian features.
 """
 
 from __future__ import annotations
@@ -22,8 +22,15 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles import Event, decayed_weights, normalise
-from test_gaussian import assert_close, gaussian_terms
+from oracles import (
+    Event,
+    assert_close,
+    class_weights,
+    decayed_weights,
+    gaussian_terms,
+    log_prior,
+    normalise,
+)
 
 from stream_nb import (
     CategoricalNB,
@@ -62,17 +69,9 @@ def reference_log_proba(
     if not events:
         return {}
     weights = decayed_weights(events, half_life)
-    n_y: dict[Hashable, float] = {}
-    for (_, y, _), w in zip(events, weights, strict=True):
-        n_y[y] = n_y.get(y, 0.0) + w
-    n = math.fsum(weights)
-    k = len(n_y)
-    if class_prior is not None:
-        jll = {y: math.log(class_prior[y]) for y in n_y if y in class_prior}
-    elif not fit_prior:
-        jll = {y: -math.log(k) for y in n_y}
-    else:
-        jll = {y: math.log((n_y[y] + alpha) / (n + k * alpha)) for y in n_y}
+    jll = log_prior(
+        class_weights(events, weights), math.fsum(weights), alpha, fit_prior, class_prior
+    )
     kinds = kinds_of(events, schema)
     numeric = {f for f, kind in kinds.items() if kind == "gaussian"}
     known_x = {f: v for f, v in x.items() if f in numeric}
@@ -247,7 +246,7 @@ def test_numeric_feature_given_a_string_is_rejected_with_the_schema_fix() -> Non
     assert model.to_state()["stats"] == before
     # a categorical feature takes numbers as further categories
     model.learn_one({"colour": 3}, "a")
-    assert set(model._counts["colour"]) == {"red", "blue", 3}
+    assert set(model.categorical.counts["colour"]) == {"red", "blue", 3}
 
 
 def test_unhashable_categorical_value_is_rejected() -> None:

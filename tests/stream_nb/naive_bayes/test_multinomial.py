@@ -16,21 +16,30 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, KeysView, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles import Event, decayed_weights, normalise
+from oracles import (
+    Event,
+    assert_close,
+    assert_merge_and_copy,
+    assert_prequential,
+    class_weights,
+    decayed_weights,
+    learn_scaled,
+    log_prior,
+    normalise,
+    token_events,
+    token_stream,
+)
+from probes import count_logs, guard_vocabulary
 
 import stream_nb.naive_bayes.multinomial as multinomial_module
-from stream_nb import ConfigError, InvalidEventError, Learner, MultinomialNB
-
-#: Agreement required between the learner and the brute-force reference.
-TOLERANCE = 1e-9
+from stream_nb import ConfigError, InvalidEventError, MultinomialNB
 
 
 # ------------------------------------------------------------------ brute force
@@ -46,61 +55,24 @@ def reference_log_proba(
     if not events:
         return {}
     weights = decayed_weights(events, half_life)
-    n_y: dict[Hashable, float] = {}
+    n_y = class_weights(events, weights)
     n_yw: dict[tuple[Hashable, str], float] = {}
     vocabulary: set[str] = set()
     for (xi, y, _), w in zip(events, weights, strict=True):
-        n_y[y] = n_y.get(y, 0.0) + w
         for token, c in xi.items():
             if c > 0:
                 vocabulary.add(token)
                 n_yw[y, token] = n_yw.get((y, token), 0.0) + c * w
     t_y = {y: math.fsum(v for (c, _), v in n_yw.items() if c == y) for y in n_y}
-    n, k, v = math.fsum(n_y.values()), len(n_y), len(vocabulary)
+    v = len(vocabulary)
+    prior = log_prior(n_y, math.fsum(n_y.values()), alpha, fit_prior, class_prior)
     scores = {}
-    for y in n_y:
-        if class_prior is not None:
-            if y not in class_prior:
-                continue
-            score = math.log(class_prior[y])
-        elif fit_prior:
-            score = math.log((n_y[y] + alpha) / (n + k * alpha))
-        else:
-            score = -math.log(k)
+    for y, score in prior.items():
         for token, c in x.items():
             if token in vocabulary:
                 score += c * math.log((n_yw.get((y, token), 0.0) + alpha) / (t_y[y] + alpha * v))
         scores[y] = score
     return normalise(scores)
-
-
-def token_stream(seed: int, n: int, vocabulary: int = 25, classes: int = 3) -> list[Event]:
-    """Random documents: zero counts, float counts, weights, a class that starts late."""
-    rng = random.Random(seed)
-    events = []
-    for i in range(n):
-        x: dict[str, Any] = {}
-        for _ in range(rng.randint(0, 6)):
-            token = f"t{min(int(rng.expovariate(0.25)), vocabulary - 1)}"
-            x[token] = rng.choice([0, 1, 1, 1, 2, 3, 0.5])
-        late = i > n * 0.6 and rng.random() < 0.3
-        y: Hashable = "late" if late else rng.randrange(classes - 1)
-        w = rng.choice([1.0, 1.0, 0.5, 2.0, 0.1])
-        events.append((x, y, w))
-    return events
-
-
-def probe(x: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
-    """The event plus a token never learned."""
-    out = dict(x)
-    out[f"unseen{rng.randrange(3)}"] = rng.randint(0, 2)
-    return out
-
-
-def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) -> None:
-    assert got.keys() == want.keys()
-    for c, v in want.items():
-        assert abs(got[c] - v) <= TOLERANCE * max(1.0, abs(v)), (c, got[c], v)
 
 
 # ------------------------------------------------------------------ reference agreement
@@ -118,14 +90,7 @@ def assert_close(got: Mapping[Hashable, float], want: Mapping[Hashable, float]) 
 )
 def test_matches_brute_force_on_every_prequential_step(params: dict[str, Any]) -> None:
     events = token_stream(seed=len(repr(params)), n=150)
-    rng = random.Random(0)
-    model = MultinomialNB(**params)
-    for i, (x, y, w) in enumerate(events):
-        x_probe = probe(x, rng)
-        assert_close(
-            model.predict_log_proba_one(x_probe), reference_log_proba(events[:i], x_probe, **params)
-        )
-        model.learn_one(x, y, w)
+    assert_prequential(MultinomialNB(**params), events, reference_log_proba, **params)
 
 
 def test_forgetting_across_renormalisation() -> None:
@@ -220,27 +185,9 @@ def test_huge_and_tiny_counts() -> None:
         assert_close(got, reference_log_proba(events, x, alpha=1e-10))
 
 
-event_strategy = st.tuples(
-    st.dictionaries(
-        st.sampled_from([f"w{i}" for i in range(8)]),
-        st.one_of(st.integers(0, 5), st.floats(0, 10, allow_nan=False)),
-        max_size=5,
-    ),
-    st.sampled_from(["a", "b", "c"]),
-    st.sampled_from([1.0, 0.5, 3.0]),
-)
-
-
-@given(events=st.lists(event_strategy, min_size=1, max_size=12), x=event_strategy)
-def test_property_matches_reference_and_weight_scaling(
-    events: list[Event], x: tuple[dict[str, Any], str, float]
-) -> None:
-    model = MultinomialNB(alpha=0.7)
-    # Scaling every weight and α by the same factor changes no posterior.
-    scaled = MultinomialNB(alpha=0.7 * 4.0)
-    for xi, y, w in events:
-        model.learn_one(xi, y, w)
-        scaled.learn_one(xi, y, w * 4.0)
+@given(events=st.lists(token_events(5, 10), min_size=1, max_size=12), x=token_events(5, 10))
+def test_property_matches_reference_and_weight_scaling(events: list[Event], x: Event) -> None:
+    model, scaled = learn_scaled(lambda alpha: MultinomialNB(alpha=alpha), events, 0.7)
     got = model.predict_log_proba_one(x[0])
     assert_close(got, reference_log_proba(events, x[0], alpha=0.7))
     assert_close(scaled.predict_log_proba_one(x[0]), got)
@@ -251,20 +198,9 @@ def test_property_matches_reference_and_weight_scaling(
 @pytest.mark.parametrize("half_life", [None, 10.0])
 def test_merge_equals_union_and_state_round_trip(half_life: float | None) -> None:
     events = token_stream(seed=9, n=120)
-    a, b, union = (MultinomialNB(alpha=0.5, half_life=half_life) for _ in range(3))
-    for i, (x, y, w) in enumerate(events):
-        (a if i % 2 else b).learn_one(x, y, w)
-    for x, y, w in [e for i, e in enumerate(events) if i % 2] + [
-        e for i, e in enumerate(events) if not i % 2
-    ]:
-        union.learn_one(x, y, w)
-    merged = Learner.from_state(orjson.loads(orjson.dumps(a.to_state())))
-    merged.merge(b)
-    copy = Learner.from_state(orjson.loads(orjson.dumps(merged.to_state())))
-    for x, _, _ in events[:30]:
-        if half_life is None:
-            assert_close(merged.predict_log_proba_one(x), union.predict_log_proba_one(x))
-        assert copy.predict_log_proba_one(x) == merged.predict_log_proba_one(x)
+    merged, copy = assert_merge_and_copy(
+        lambda: MultinomialNB(alpha=0.5, half_life=half_life), events, union=half_life is None
+    )
     assert copy.model_size() == merged.model_size()
 
 
@@ -323,37 +259,13 @@ def test_zero_counts_and_inputs() -> None:
     frozen = dict(x)
     model.learn_one(x, "y")
     assert x == frozen
-    assert "zero" not in model._counts  # a zero count does not enter the vocabulary
+    assert "zero" not in model.feature_names()  # a zero count does not enter the vocabulary
     assert model.predict_proba_one({"zero": 5}) == {"y": 1.0}
     assert MultinomialNB().predict_log_proba_one({"a": 1}) == {}
     assert MultinomialNB().predict_one({"a": 1}) is None
 
 
 # ------------------------------------------------------------------ cost
-class ScanGuard(dict):  # type: ignore[type-arg]
-    """A dict that counts lookups and fails on any scan of its contents."""
-
-    lookups = 0
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        ScanGuard.lookups += 1
-        return super().get(key, default)
-
-    def _scan(self, *args: Any) -> Any:
-        raise AssertionError("the vocabulary was scanned")
-
-    items = values = __iter__ = _scan  # type: ignore[assignment]
-
-    def keys(self) -> Any:  # type: ignore[override]
-        """A view that answers membership (O(1)) but fails if iterated."""
-        return _GuardedKeys(self)
-
-
-class _GuardedKeys(KeysView):  # type: ignore[type-arg]
-    def __iter__(self) -> Any:
-        raise AssertionError("the vocabulary was scanned")
-
-
 @pytest.mark.parametrize("half_life", [None, 1e9])
 def test_prediction_does_not_scan_the_vocabulary(
     half_life: float | None, monkeypatch: pytest.MonkeyPatch
@@ -361,22 +273,14 @@ def test_prediction_does_not_scan_the_vocabulary(
     model = MultinomialNB(half_life=half_life)
     for i in range(0, 100_000, 50):
         model.learn_one({f"w{j}": 1 for j in range(i, i + 50)}, i % 3)
-    assert len(model._counts) == 100_000
-    model._counts = ScanGuard(model._counts)
-    logs = []
-
-    def counting_log(v: float) -> float:
-        logs.append(v)
-        return math.log(v)
-
-    monkeypatch.setattr(multinomial_module, "_log", counting_log)
-    monkeypatch.setattr(multinomial_module, "_log1p", lambda v: counting_log(1.0 + v))
+    assert model.model_size()["features"] == 100_000
+    guard = guard_vocabulary(model)
+    logs = count_logs(monkeypatch, multinomial_module)
     x = {"w5": 2, "w70000": 1, "w99999": 1, "never": 4}
-    ScanGuard.lookups = 0
     model.learn_one(x, 1)
     model.predict_log_proba_one(x)
     classes = 3
     # learn: ≤ 1 lookup and 1 log per token; predict: 1 lookup
     # per token, ≤ 1 log per (token, class) plus a few per class.
-    assert ScanGuard.lookups <= 2 * len(x)
+    assert guard.lookups <= 2 * len(x)
     assert len(logs) <= len(x) * (classes + 1) + 2 * classes + 2

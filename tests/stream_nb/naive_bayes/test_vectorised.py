@@ -3,6 +3,7 @@ every prediction to 1e-9 and the model after each batch (counts exactly)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from typing import Any
@@ -49,7 +50,7 @@ def _run(make: Any, events: list[tuple[dict[str, Any], Any, float]], seed: int) 
         xs = [dict(e[0]) for e in batch]
         ys = [e[1] for e in batch]
         ws = [e[2] for e in batch]
-        got = gaussian_predict_learn_many(fast, xs, ys, ws)
+        got = gaussian_predict_learn_many(fast.predict_learn_columns, xs, ys, ws)
         want = Learner.predict_learn_many(slow, xs, ys, ws)  # the per-event loop
         if got is None:  # unusual batch: the caller runs the loop
             got = Learner.predict_learn_many(fast, xs, ys, ws)
@@ -107,26 +108,26 @@ def test_unusual_batches_fall_back() -> None:
     xs = [{"a": float(i % 7), "b": "x"} for i in range(MIN_BATCH)]
     ys = ["p", "q"] * (MIN_BATCH // 2)
     ws = [1.0] * MIN_BATCH
-    assert gaussian_predict_learn_many(model, xs, ys, ws) is None  # nothing learned yet
+    step = model.predict_learn_columns
+    assert gaussian_predict_learn_many(step, xs, ys, ws) is None  # nothing learned yet
     model.learn_one(xs[0], "p")
     model.learn_one(xs[1], "q")
-    assert gaussian_predict_learn_many(model, xs, ["r", *ys[1:]], ws) is None  # new class
-    assert gaussian_predict_learn_many(model, [{"a": 1.0}, *xs[1:]], ys, ws) is None  # keys
-    assert gaussian_predict_learn_many(model, [{"a": None, "b": "x"}, *xs[1:]], ys, ws) is None
-    assert gaussian_predict_learn_many(model, [{"a": True, "b": "x"}, *xs[1:]], ys, ws) is None
+    assert gaussian_predict_learn_many(step, xs, ["r", *ys[1:]], ws) is None  # new class
+    assert gaussian_predict_learn_many(step, [{"a": 1.0}, *xs[1:]], ys, ws) is None  # keys
+    assert gaussian_predict_learn_many(step, [{"a": None, "b": "x"}, *xs[1:]], ys, ws) is None
+    assert gaussian_predict_learn_many(step, [{"a": True, "b": "x"}, *xs[1:]], ys, ws) is None
     # categorical: missing, or a new value and then an unhashable one
     assert (
-        gaussian_predict_learn_many(model, [*xs[:5], {"a": 1.0, "b": None}, *xs[6:]], ys, ws)
-        is None
+        gaussian_predict_learn_many(step, [*xs[:5], {"a": 1.0, "b": None}, *xs[6:]], ys, ws) is None
     )
     odd = [{"a": 1.0, "b": "new"}, {"a": 2.0, "b": ["unhashable"]}, *xs[2:]]
-    assert gaussian_predict_learn_many(model, odd, ys, ws) is None
-    assert gaussian_predict_learn_many(model, xs[:10], ys[:10], ws[:10]) is None  # small
+    assert gaussian_predict_learn_many(step, odd, ys, ws) is None
+    assert gaussian_predict_learn_many(step, xs[:10], ys[:10], ws[:10]) is None  # small
     huge = [{"a": 10**400, "b": "x"}, *xs[1:]]
-    assert gaussian_predict_learn_many(model, huge, ys, ws) is None  # not a float
+    assert gaussian_predict_learn_many(step, huge, ys, ws) is None  # not a float
     forgetting = NaiveBayes(half_life=100.0)
     forgetting.learn_one(xs[0], "p")
-    assert gaussian_predict_learn_many(forgetting, xs, ys, ws) is None
+    assert gaussian_predict_learn_many(forgetting.predict_learn_columns, xs, ys, ws) is None
     assert model.n_learned == 2
     # the learner's method still answers, through the per-event loop
     lps, _preds, errors = model.predict_learn_many(xs[:10], ys[:10], ws[:10])
@@ -143,15 +144,24 @@ def test_the_learners_method_uses_the_kernel(make: Any) -> None:
     xs = [x for x, _ in events[50:]]
     ys = [y for _, y in events[50:]]
     got = a.predict_learn_many(xs, ys, [1.0] * len(xs))
-    want = gaussian_predict_learn_many(b, [dict(x) for x in xs], ys, [1.0] * len(xs))
+    want = gaussian_predict_learn_many(
+        b.predict_learn_columns, [dict(x) for x in xs], ys, [1.0] * len(xs)
+    )
     assert want is not None and got == want and a.to_state() == b.to_state()
 
     class _Sub(make):  # type: ignore[misc, valid-type]  # "_": not registered
         pass
 
-    sub, ref = _Sub(), make()
+    class _OtherFormulas(make):  # type: ignore[misc, valid-type]
+        capabilities = dataclasses.replace(make.capabilities, column_kernel=False)
+
+    sub, other, ref = _Sub(), _OtherFormulas(), make()
     for x, y in events[:50]:
-        sub.learn_one(x, y)
-        ref.learn_one(x, y)
+        for model in (sub, other, ref):
+            model.learn_one(x, y)
     loop = Learner.predict_learn_many(ref, xs, ys, [1.0] * len(xs))
-    assert sub.predict_learn_many(xs, ys, [1.0] * len(xs)) == loop  # subclasses: the loop
+    assert loop != want  # (the kernel rounds differently)
+    assert sub.predict_learn_many(xs, ys, [1.0] * len(xs)) == want  # the declared kernel
+    # a subclass that declares no kernel (its formulas differ): the per-event loop
+    assert other.predict_learn_many(xs, ys, [1.0] * len(xs)) == loop
+    assert other.predict_learn_columns(("a",), [[1.0] * 100], [0] * 100) is None

@@ -31,9 +31,7 @@ FACTORIES: dict[str, Callable[..., Learner]] = {
 
 def sparse(model: Learner) -> Learner:
     """Force ``model`` (untrained or not) to keep its pair counts in dictionaries."""
-    store = model._store  # type: ignore[attr-defined]
-    store.to_sparse()
-    store.want_dense = False
+    model._store.keep_sparse()  # type: ignore[attr-defined]
     return model
 
 

@@ -79,8 +79,8 @@ def test_uuid_feature_keeps_model_size_bounded_by_the_cap(name: str) -> None:
     assert unbounded.model_size()["stored_counts"] > 5 * sizes[1]["stored_counts"]
     assert sizes[1]["bytes"] == sizes[1]["stored_counts"] * Learner._BYTES_PER_NUMBER
     store = model._store  # type: ignore[attr-defined]
-    assert len(store.nb._counts["id"]) == cap + 1  # cap values + the "other" bucket
-    assert None in store.nb._counts["id"]
+    assert len(store.categorical.counts["id"]) == cap + 1  # cap values + the "other" bucket
+    assert None in store.categorical.counts["id"]
 
 
 def test_unseen_value_of_a_full_feature_scores_as_other() -> None:
@@ -93,7 +93,7 @@ def test_unseen_value_of_a_full_feature_scores_as_other() -> None:
     unbounded = AODE(max_values_per_feature=None)
     unbounded.learn_one({"id": "x"}, 0)
     unbounded.learn_one({"id": "y"}, 1)
-    assert len(unbounded._store.nb._counts["id"]) == 2
+    assert len(unbounded._store.categorical.counts["id"]) == 2
 
 
 # ---------------------------------------------------------------- merge
@@ -148,7 +148,7 @@ def test_merge_past_the_cap_moves_counts_to_other() -> None:
     b.learn_one({"id": "b1", "c": "x"}, 0)
     b.learn_one({"id": "b2", "c": "x"}, 1)
     a.merge(b)
-    counts = a._store.nb._counts["id"]
+    counts = a._store.categorical.counts["id"]
     assert set(counts) == {"a1", "a2", None}
     assert counts[None] == {0: 1.0, 1: 1.0}
     assert a._store.pairs[("c", "x")]["id"][1][None] == [1.0, 1.0]  # by class index
@@ -252,11 +252,11 @@ def test_warm_up_values_are_replayed_once_the_bins_freeze() -> None:
     model = AODE(warmup=5, n_bins=2)
     for i in range(4):
         model.learn_one({"t": float(i), "c": "a"}, i % 2)
-    assert "t" not in model._store.nb._counts  # warm-up: not counted yet
+    assert "t" not in model._store.categorical.counts  # warm-up: not counted yet
     assert len(model._pending) == 4
     model.learn_one({"t": 4.0, "c": "a"}, 0)  # the 5th value freezes the bins
     assert model._disc.edges["t"] == [2.5]  # {0, 1, 2} | {3, 4}
-    assert model._store.nb._counts["t"] == {0: {0: 2.0, 1: 1.0}, 1: {1: 1.0, 0: 1.0}}
+    assert model._store.categorical.counts["t"] == {0: {0: 2.0, 1: 1.0}, 1: {1: 1.0, 0: 1.0}}
     assert model._store.pairs[("c", "a")]["t"][1] == {0: [2.0, 1.0], 1: [1.0, 1.0]}
     assert model._pending == []
 
@@ -325,7 +325,7 @@ def test_infinite_values_are_binned_but_never_sampled() -> None:
         model.learn_one({"t": v}, 1)
     assert model._disc.edges["t"] == [2.5]  # {1, 2} | {3}
     model.learn_one({"t": -math.inf}, 0)
-    assert model._store.nb._counts["t"] == {0: {1: 2.0, 0: 1.0}, 1: {1: 1.0}}
+    assert model._store.categorical.counts["t"] == {0: {1: 2.0, 0: 1.0}, 1: {1: 1.0}}
     assert Learner.from_state(json.loads(json.dumps(model.to_state()))).to_state() == (
         model.to_state()
     )
@@ -334,7 +334,7 @@ def test_infinite_values_are_binned_but_never_sampled() -> None:
 def test_schema_overrides_types() -> None:
     model = AODE(schema={"code": "categorical", "n": "numeric"}, warmup=1)
     model.learn_one({"code": 7, "n": 3}, "y")
-    assert model._store.nb._counts["code"] == {7: {"y": 1.0}}
+    assert model._store.categorical.counts["code"] == {7: {"y": 1.0}}
     model.learn_one({"t": 1.0}, "y")  # "t" warms up (warmup=1 freezes it at once)
     before = model.to_state()
     with pytest.raises(InvalidEventError, match="feature 'n' is numeric in the schema"):
@@ -384,14 +384,14 @@ def test_features_past_max_pair_features_are_naive_bayes_only() -> None:
     assert list(store.pair_features) == ["x0", "x1", "x2"]
     assert {i for i, _ in store.pairs} == {"x0", "x1", "x2"}
     assert all(set(sub) <= {"x0", "x1", "x2"} for sub in store.pairs.values())
-    nb = store.nb
+    nb = store.categorical
     for x, _ in events[::25]:
         want = pairs_only._joint_log_likelihood(x)
         for j in ("x3", "x4", "x5"):  # CategoricalNB terms, the same for every SPODE
-            values = nb._counts[j]
+            values = nb.counts[j]
             for y in want:
                 n = values.get(x[j], {}).get(y, 0.0)
-                want[y] += math.log((n + 1.0) / (nb._present[j].get(y, 0.0) + len(values)))
+                want[y] += math.log((n + 1.0) / (nb.present[j].get(y, 0.0) + len(values)))
         got = capped._joint_log_likelihood(x)
         assert got.keys() == want.keys()
         assert all(abs(got[c] - want[c]) <= 1e-9 * max(1.0, abs(want[c])) for c in want)

@@ -1,0 +1,215 @@
+"""What the exact batch kernels share: the classes of a batch, prefix sums, reductions.
+
+The kernels (:mod:`~stream_nb.naive_bayes._vectorised`, and the categorical
+terms of :mod:`~stream_nb.naive_bayes._categorical_batch`) lay arrays out
+class × event (K × B): the events run along the last, contiguous axis, so
+every numpy loop is B long. :class:`BatchClasses` holds a batch's learning
+weights in that layout and their exclusive prefix sums; the functions below
+are the prefix sums and row reductions the kernels compute with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from stream_nb.limits import MAX_WEIGHT, MIN_WEIGHT
+
+__all__ = [
+    "BatchClasses",
+    "Learned",
+    "exclusive_cumsum",
+    "grouped_exclusive_cumsum",
+    "row_max_argmax",
+    "row_sum",
+    "sum_of_logs",
+]
+
+
+class Learned(NamedTuple):
+    """What a batch adds (:meth:`BatchClasses.learned`)."""
+
+    #: The batch's total weight of each class that has one, in class order.
+    class_weights: list[tuple[Hashable, float]]
+    #: Every event's weight.
+    weights: list[float]
+    #: ``(label, weight)`` of each labelled event, in order (real-valued weights are
+    #: added one event at a time, as the per-event path does).
+    event_weights: list[tuple[Hashable, float]]
+
+
+class BatchClasses:
+    """The labels and weights of a batch, as a kernel learns them.
+
+    Built by :meth:`of`; every array is over the batch's ``b`` events.
+
+    Attributes
+    ----------
+    labels
+        The classes, in the model's order (index ``k``).
+    w
+        Every event's weight (1 when the batch has none).
+    unit
+        Whether every weight is 1 (sums of weights are then exact integers).
+    labelled, n_labelled, rows, k
+        The events with a label (mask), their number, their rows and classes.
+    onehot
+        ``K × B``: event ``i``'s weight in its class's row, 0 elsewhere (and
+        in every row for an unlabelled event).
+    before
+        ``K × B``: the weight of each class learned before event ``i`` in the batch.
+    """
+
+    __slots__ = ("before", "k", "labelled", "labels", "n_labelled", "onehot", "rows", "unit", "w")
+
+    def __init__(
+        self,
+        labels: list[Hashable],
+        w: np.ndarray,
+        unit: bool,
+        k_arr: np.ndarray,
+    ) -> None:
+        b = len(k_arr)
+        self.labels = labels
+        self.w = w
+        self.unit = unit
+        self.labelled = k_arr >= 0
+        self.n_labelled = int(self.labelled.sum())
+        self.rows = np.arange(b) if self.n_labelled == b else np.flatnonzero(self.labelled)
+        self.k = k_arr[self.rows]
+        self.onehot = np.zeros((len(labels), b))
+        self.onehot.put(self.k * b + self.rows, w[self.rows])
+        self.before = exclusive_cumsum(self.onehot, axis=-1)
+
+    @classmethod
+    def of(
+        cls,
+        labels: list[Hashable],
+        index: Mapping[Hashable, int],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> BatchClasses | None:
+        """The classes of a batch with labels ``ys`` (``None``: unlabelled, predicted only)
+        and weights ``ws`` (``None``: every weight 1); ``index`` gives each label's
+        position in ``labels``. ``None`` for a label not in ``index`` (or unhashable)
+        or a weight outside [MIN_WEIGHT, MAX_WEIGHT]: the per-event path handles those.
+        """
+        b = len(ys)
+        try:
+            if None in ys:
+                k_arr = np.array([-1 if y is None else index[y] for y in ys], dtype=np.intp)
+            else:
+                k_arr = np.fromiter(map(index.__getitem__, ys), np.intp, b)
+        except (KeyError, TypeError):
+            return None  # a new class (or an unhashable label): the per-event path
+        unit = ws is None
+        w = np.ones(b)
+        if ws is not None:
+            w = np.asarray(ws, dtype=np.float64)
+            if len(w) != b or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
+                return None  # the per-event path raises the right error
+            unit = bool((w == 1.0).all())
+        return cls(labels, w, unit, k_arr)
+
+    def learned(self, ys: Sequence[Hashable | None], wk: np.ndarray | None = None) -> Learned:
+        """What the batch with labels ``ys`` adds; ``wk`` is ``onehot.sum(axis=1)`` if the
+        caller has it (the class totals)."""
+        if wk is None:
+            wk = self.onehot.sum(axis=1)
+        class_weights = [(self.labels[k], c) for k, c in enumerate(wk.tolist()) if c]
+        weights = self.w.tolist()
+        event_weights = [(y, wi) for y, wi in zip(ys, weights, strict=True) if y is not None]
+        return Learned(class_weights, weights, event_weights)
+
+
+def exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Along ``axis``, entry ``i`` holds the sum of entries ``0..i-1`` (zeros for ``i = 0``).
+
+    Examples
+    --------
+    >>> exclusive_cumsum(np.array([1.0, 2.0, 3.0])).tolist()
+    [0.0, 1.0, 3.0]
+    """
+    out = np.empty_like(a)
+    if axis == 0:
+        out[0] = 0.0
+        np.cumsum(a[:-1], axis=0, out=out[1:])
+    else:  # the last axis
+        out[..., 0] = 0.0
+        np.cumsum(a[..., :-1], axis=-1, out=out[..., 1:])
+    return out
+
+
+#: Up to this many classes, row-wise maxima and sums loop over the columns: numpy's
+#: reductions over a short last axis cost ~10x more than a few whole-column operations.
+_COLUMN_LOOP_CLASSES = 16
+
+
+def row_max_argmax(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's maximum and the column of its first maximum (as ``argmax``)."""
+    if a.shape[1] > _COLUMN_LOOP_CLASSES:
+        return a.max(axis=1), a.argmax(axis=1)
+    top = a[:, 0].copy()
+    best = np.zeros(len(a), dtype=np.intp)
+    for k in range(1, a.shape[1]):
+        column = a[:, k]
+        best[column > top] = k  # strictly greater: ties keep the first column
+        np.maximum(top, column, out=top)
+    return top, best
+
+
+def row_sum(a: np.ndarray) -> np.ndarray:
+    """Each row's sum, adding the columns left to right."""
+    if a.shape[1] > _COLUMN_LOOP_CLASSES:
+        sums: np.ndarray = a.sum(axis=1)
+        return sums
+    total = a[:, 0].copy()
+    for k in range(1, a.shape[1]):
+        total += a[:, k]
+    return total
+
+
+#: Products of factors between these bounds are exact to rounding in one ``log``.
+_PRODUCT_LOW, _PRODUCT_HIGH = 1e-280, 1e280
+
+
+def sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
+    """``np.log(a).sum(axis)`` as ``log(prod(a, axis))``: one logarithm per output instead
+    of one per factor (the libm ``log`` is the kernel's costliest operation per
+    element). Where a product leaves the normal range the logs are summed instead."""
+    with np.errstate(over="ignore", under="ignore"):  # (checked just below)
+        product = np.multiply.reduce(a, axis=axis)
+    logs: np.ndarray  # (numpy's reductions are typed Any)
+    if product.min() > _PRODUCT_LOW and product.max() < _PRODUCT_HIGH:
+        logs = np.log(product)
+    else:
+        logs = np.log(a).sum(axis=axis)
+    return logs
+
+
+def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Column ``i`` of the K × n array ``a``: the sum of columns ``l < i`` with
+    ``codes[l] == codes[i]``.
+
+    Examples
+    --------
+    >>> grouped_exclusive_cumsum(np.array([0, 1, 0, 0]), np.array([[1.0, 2.0, 3.0, 4.0]]))
+    array([[0., 0., 1., 4.]])
+    """
+    # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
+    keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
+    order = np.argsort(keys, kind="stable")
+    sorted_codes = codes.take(order)
+    # (``take`` along an axis: several times faster than fancy indexing of a 2-D array)
+    sums = exclusive_cumsum(a.take(order, axis=1), axis=-1)
+    # subtract, in each group, the running sum reached at the group's first column
+    new_group = np.empty(len(codes), dtype=bool)
+    new_group[0] = True
+    np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
+    group_of = np.cumsum(new_group) - 1
+    sums -= sums.take(np.flatnonzero(new_group).take(group_of), axis=1)
+    unsort = np.empty_like(order)
+    unsort[order] = np.arange(len(order))
+    return sums.take(unsort, axis=1)

@@ -1,0 +1,253 @@
+"""Scoring of the super-parent learners, SPODE and AODE.
+
+A SPODE with super-parent ``p`` scores
+``SPODE_p(y) = log P̂(y, x_p) + Σ_{j ≠ p} log P̂(x_j | y, x_p)`` with
+``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
+``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``. AODE sums
+``exp(SPODE_p)`` over every qualifying parent, SPODE has one: both are
+:meth:`_SuperParent._joint_log_likelihood` with a different
+:meth:`_SuperParent._super_parent`. Qualifying: a pair feature of the event
+whose value has ``N(x_p) ≥ min_parent_count``; with none, the model falls back
+to the Naive Bayes of the single counts. Features past ``max_pair_features``
+add their Naive Bayes term to every SPODE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from stream_nb.seminaive._base import _SemiNaive
+from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._store import Item
+
+__all__ = ["_SuperParent"]
+
+_log = math.log
+_exp = math.exp
+_EMPTY: dict[Any, Any] = {}
+
+#: Products of probability ratios are folded into a log before they can fall
+#: below this (the smallest normal double is 2.2e-308; keep a margin).
+_LOG_SAFE_PRODUCT = math.log(1e-290)
+
+#: ``(j, x_j, α S_j, −log S_j)`` of a child feature (see :meth:`_SuperParent._children`).
+Child = tuple[Hashable, Hashable, float, float]
+
+
+class _SuperParent(_SemiNaive):
+    """Base of SPODE and AODE: the averaged one-dependence score (see the module docstring)."""
+
+    def _super_parent(self) -> Hashable | None:
+        """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
+        return None
+
+    def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        store = self._store
+        class_weight = store.categorical.class_weight
+        if not class_weight:
+            return {}
+        items = self._encode(x, False)
+        a = self.alpha / self._scale
+        classes = list(class_weight)
+        parent = self._super_parent()
+        block = store.dense
+        if block is not None:
+            dense = self._dense_scores(items, a, parent)
+            scores = None if dense is None else _sum_dense(dense, block)
+        else:
+            parents = self._parents(items, parent)
+            scores = self._sparse_scores(parents, items, classes, a) if parents else None
+        if scores is None:
+            return self._fallback(items)
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:  # features past max_pair_features: the same in every SPODE
+            scores = [v + t for v, t in zip(scores, naive, strict=True)]
+        return dict(zip(classes, scores, strict=True))
+
+    def _parents(self, items: list[Item], feature: Hashable | None) -> list[Item]:
+        """The event's items that qualify as super-parents (of ``feature`` only, if given)."""
+        store = self._store
+        value_weight = store.value_weight
+        pair_features = store.pair_features
+        threshold = self._raw_threshold()
+        if feature is not None:
+            items = [item for item in items if item[0] == feature]
+        return [
+            item
+            for item in items
+            if item[0] in pair_features and value_weight[item[0]].get(item[1], 0.0) >= threshold
+        ]
+
+    def _sparse_scores(
+        self, parents: list[Item], items: list[Item], classes: list[Hashable], a: float
+    ) -> list[float]:
+        """``log Σ_p exp(SPODE_p(y))`` over ``parents`` from the sparse pair counts
+        (a max-shifted log-sum-exp per class; one parent: its SPODE)."""
+        children = self._children(items, a)
+        chunk = self._safe_chunk(a, children)
+        spode = self._spode
+        scores = [spode(p, children, classes, a, chunk) for p in parents]
+        if len(scores) == 1:
+            return scores[0]
+        combined = []
+        exp = _exp
+        for k in range(len(classes)):
+            column = [s[k] for s in scores]
+            m = max(column)
+            combined.append(m + _log(sum([exp(v - m) for v in column])))
+        return combined
+
+    def _children(self, items: list[Item], a: float) -> list[Child]:
+        """``(j, x_j, α·S_j, −log S_j)`` for the event's learned features with pair counts."""
+        counts = self._store.categorical.counts
+        pair_features = self._store.pair_features
+        out = []
+        for j, vj in items:
+            values = counts.get(j)
+            if values is not None and j in pair_features:
+                s = len(values)
+                out.append((j, vj, a * s, -_log(s)))
+        return out
+
+    def _spode(
+        self,
+        parent: Item,
+        children: list[Child],
+        classes: list[Hashable],
+        a: float,
+        chunk: int,
+    ) -> list[float]:
+        """``log P̂(y, x_p) + Σ_{j≠p} log P̂(x_j | y, x_p)`` for every class, in ``classes`` order.
+
+        ``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
+        ``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``.
+        """
+        store = self._store
+        log = _log
+        i, vi = parent
+        values = store.categorical.counts[i]
+        pc = values.get(vi, _EMPTY)
+        ld = log(store.feature_weight[i] + a * len(classes) * len(values))
+        s = [log(pc.get(y, 0.0) + a) - ld for y in classes]
+        sub = store.pairs.get(parent, _EMPTY)
+        n_classes = len(classes)
+        zeros = [0.0] * n_classes
+        ones = [1.0] * n_classes
+        # Σ log(ratio) = log Π ratio over chunks of at most ``chunk`` children:
+        # one log per chunk instead of one per child, and ``chunk`` is small
+        # enough that a product can never underflow (see _safe_chunk).
+        p = ones
+        const = 0.0
+        get = sub.get
+        if chunk >= len(children):  # the usual case: one log per class at the end
+            for j, vj, sa, unseen in children:
+                if j is i:
+                    continue
+                node = get(j)
+                if node is None:  # N(y, x_i, j) = 0 for every y: the term is log(α / αS_j)
+                    const += unseen
+                    continue
+                row = node[1].get(vj, zeros)
+                p = [q * (r + a) / (c + sa) for q, r, c in zip(p, row, node[0], strict=True)]
+            return [v + log(q) + const for v, q in zip(s, p, strict=True)]
+        in_chunk = 0
+        for j, vj, sa, unseen in children:
+            if j is i:
+                continue
+            node = get(j)
+            if node is None:
+                const += unseen
+                continue
+            row = node[1].get(vj, zeros)
+            p = [q * (r + a) / (c + sa) for q, r, c in zip(p, row, node[0], strict=True)]
+            in_chunk += 1
+            if in_chunk == chunk:
+                s = [v + log(q) for v, q in zip(s, p, strict=True)]
+                p = ones
+                in_chunk = 0
+        return [v + log(q) + const for v, q in zip(s, p, strict=True)]
+
+    def _dense_scores(self, items: list[Item], a: float, parent: Hashable | None) -> Floats | None:
+        """Dense ``SPODE_i(y)`` for the qualifying parents (all, or feature ``parent``).
+
+        Shape ``(parents, K)`` in class-index order; ``None`` when no parent qualifies.
+        """
+        block = self._store.dense
+        assert block is not None
+        idx, cols = block.children(items)
+        if not len(idx):
+            return None
+        if parent is None:
+            parents = np.flatnonzero(block.vw[idx] >= self._raw_threshold())
+        else:
+            c = block.feat.get(parent)
+            if c is None:
+                return None
+            parents = np.flatnonzero(cols == c)
+            if not len(parents) or block.vw[idx[parents[0]]] < self._raw_threshold():
+                return None
+        if not len(parents):
+            return None
+        return block.spode_scores(idx, cols, parents, a)
+
+    def _naive_terms(
+        self, items: list[Item], classes: list[Hashable], a: float
+    ) -> list[float] | None:
+        """CategoricalNB terms of the event's learned features *without* pair counts.
+
+        Features past ``max_pair_features`` are modelled as in Naive Bayes:
+        ``log((N(y, x_j) + α) / (N(y, j) + α S_j))`` added to every class score.
+        ``None`` when there are none.
+        """
+        store = self._store
+        pair_features = store.pair_features
+        if len(pair_features) == len(store.feature_weight):
+            return None
+        categorical = store.categorical
+        counts = categorical.counts
+        out: list[float] | None = None
+        for j, vj in items:
+            if j not in counts or j in pair_features:
+                continue
+            terms = categorical.log_likelihoods(j, vj, classes, a)
+            out = terms if out is None else [p + q for p, q in zip(out, terms, strict=True)]
+        return out
+
+    def _safe_chunk(self, a: float, children: list[Child]) -> int:
+        """Children whose ratios may be multiplied before taking a log, without underflow.
+
+        Each ratio ``(N(y,x_i,x_j) + α) / (N(y,x_i,j) + αS_j)`` is at least
+        ``f = α / (N + α max S_j)`` (all in raw units), so a product of ``L``
+        ratios has a log above ``_LOG_SAFE_PRODUCT`` when ``L ≤ _LOG_SAFE_PRODUCT / log f``.
+        """
+        if not children:
+            return 1
+        s_max = max(sa for _j, _v, sa, _u in children)  # α max S_j, raw units
+        f = a / (self._store.categorical.total_weight + s_max)
+        if f >= 1.0:
+            return len(children)
+        return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
+
+
+def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:
+    """``log Σ_p exp(SPODE_p(y))`` of the dense ``(parents, K)`` scores (one parent: its row).
+
+    Every score is a log-probability (≤ 0), so the plain sum cannot overflow;
+    it is shifted by the max only if it underflows.
+    """
+    if len(scores) == 1:
+        out: list[float] = scores[0].tolist()
+        return out
+    ones = block.vectors(len(scores))[1]
+    total = ones @ np.exp(scores)
+    if total.min() > 0.0:
+        out = np.log(total).tolist()
+        return out
+    m = scores.max(axis=0)
+    scores -= m
+    out = (np.log(ones @ np.exp(scores)) + m).tolist()
+    return out
