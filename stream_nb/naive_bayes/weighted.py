@@ -12,8 +12,18 @@ from typing import Any
 
 from stream_nb._exceptions import ConfigError, ModelStateError
 from stream_nb._params import check_nonneg
-from stream_nb._state import pairs, read_count, read_key, read_n_learned, read_pairs
+from stream_nb._state import (
+    LABEL_TYPES,
+    check_label,
+    check_mapping,
+    pairs,
+    read_count,
+    read_key,
+    read_n_learned,
+    read_pairs,
+)
 from stream_nb.base import Capabilities, Learner
+from stream_nb.limits import check_weight
 from stream_nb.naive_bayes._weights import (
     Terms,
     event_terms,
@@ -197,25 +207,42 @@ class WeightedNB(NaiveBayes):
         tau = self.tau
         return self.eta0 if tau is None else self.eta0 / (1.0 + self.steps / tau)
 
-    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
-        terms = self._terms(x)  # before the counts learn x (validates its values)
-        step: list[tuple[Hashable, float]] = []
-        if terms is not None and terms.features and y in terms.labels:
-            current = self._weights_of(terms)
-            rate = self._step_size() * min(w * self._scale, 1.0)  # (w is raw)
-            l2 = self.l2
-            for f, wj, g in zip(terms.features, current, gradient(terms, current, y), strict=True):
-                if l2:
-                    g -= l2 * (wj - 1.0)
-                g = max(-GRADIENT_CLIP, min(GRADIENT_CLIP, g))
-                step.append((f, min(max(0.0, wj + rate * g), MAX_FEATURE_WEIGHT)))
-        super()._learn(x, y, w)  # may reject the event: then nothing has changed
-        if terms is not None and terms.features and y in terms.labels:
+    def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
+        """One gradient step on ``log P(y | x)`` with the model as it predicted ``x``,
+        then learn the counts (:meth:`Learner.learn_one`); a rejected event changes
+        nothing."""
+        # the checks Learner.learn_one makes, before the terms are read
+        if w != 1.0:
+            check_weight(w)
+        if x.__class__ is not dict:
+            x = check_mapping(x)
+        if y.__class__ not in LABEL_TYPES:
+            y = check_label(y)
+        step = self._step(x, y, w)
+        super().learn_one(x, y, w)  # may reject the event: then nothing has changed
+        if step:
             weights, evidence = self.weights, self._evidence
+            raw = w / self._scale  # evidence is kept in raw units, as the counts
             for f, wj in step:
                 weights[f] = wj
-                evidence[f] = evidence.get(f, 0.0) + w
+                evidence[f] = evidence.get(f, 0.0) + raw
             self.steps += 1
+
+    def _step(self, x: Mapping[str, Any], y: Hashable, w: float) -> list[tuple[Hashable, float]]:
+        """The new weight of each feature of ``x`` with a term (``[]``: no step)."""
+        terms = self._terms(x)  # (validates the values as predicting does)
+        if terms is None or not terms.features or y not in terms.labels:
+            return []
+        current = self._weights_of(terms)
+        rate = self._step_size() * min(w, 1.0)
+        l2 = self.l2
+        step = []
+        for f, wj, g in zip(terms.features, current, gradient(terms, current, y), strict=True):
+            if l2:
+                g -= l2 * (wj - 1.0)
+            g = max(-GRADIENT_CLIP, min(GRADIENT_CLIP, g))
+            step.append((f, min(max(0.0, wj + rate * g), MAX_FEATURE_WEIGHT)))
+        return step
 
     # ------------------------------------------------------------------ merge / scale / state
     def _merge(self, other: NaiveBayes, factor: float) -> None:
