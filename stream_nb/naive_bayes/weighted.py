@@ -56,8 +56,9 @@ class WeightedNB(NaiveBayes):
     which maximises the conditional log-likelihood, here by one stochastic
     gradient step per event. ``learn_one(x, y, ω)``:
 
-    1. with the weights and counts as they are (``x`` not learned yet), for
-       each feature ``j`` of ``x`` with a term (learned before)::
+    1. with the model exactly as it predicted ``x`` (weights and counts before
+       ``x``, and before the decay ``x`` brings with ``half_life``), for each
+       feature ``j`` of ``x`` with a term (learned before)::
 
            g_j = log P(x_j | y) − Σ_c P(c | x) log P(x_j | c) − λ (w_j − 1)
 
@@ -77,9 +78,11 @@ class WeightedNB(NaiveBayes):
 
     Defaults: ``eta0 = 0.05``, ``tau = 1000``: weights move by a few hundredths
     per event at first, enough to settle within a few hundred events, and the
-    step halves after 1,000 steps (``1/t`` decay is what makes SGD converge);
+    step halves after 1,000 steps (the ``1/t`` decay lets SGD converge);
     ``l2 = 0``, because on stationary streams the held-out gradient already
-    keeps useful weights near their best value.
+    keeps useful weights near their best value. (A ten times smaller ``eta0``
+    learns too slowly for streams of a few hundred events, a four times larger
+    one overshoots on them: see docs/benchmarks.md.)
 
     Forgetting (``half_life``): the counts decay as every learner's; the
     weights do not decay (they are a solution, not a statistic), but with

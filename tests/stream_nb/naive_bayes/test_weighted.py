@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -41,6 +42,8 @@ from stream_nb import (
     WeightedNB,
 )
 from stream_nb.checks import check_learner, suitable_events
+from stream_nb.cli.entry import main
+from stream_nb.datasets import mixed_stream
 from stream_nb.naive_bayes._weights import event_terms, gradient
 from stream_nb.naive_bayes.weighted import GRADIENT_CLIP, MAX_FEATURE_WEIGHT
 
@@ -452,3 +455,22 @@ def test_rejected_event_changes_nothing() -> None:
         with pytest.raises(InvalidEventError, match=r"amount|colour"):
             model.learn_one(bad, "a")
         assert dump(model) == before
+
+
+def test_the_daemon_runs_it_by_name(tmp_path: Path) -> None:
+    """``stream-nb run --model WeightedNB:{…}`` emits the library's own predictions."""
+    events = list(mixed_stream(4, 300, missing=0.1))
+    (tmp_path / "in.jsonl").write_bytes(
+        b"".join(orjson.dumps({**x, "y": y}) + b"\n" for x, y in events)
+    )
+    params = '{"eta0": 0.1, "tau": null}'
+    argv = ["run", "--model", f"WeightedNB:{params}", "--source", str(tmp_path / "in.jsonl")]
+    assert main([*argv, "--sink", f"file:{tmp_path}/out.jsonl"]) == 0
+    records = [orjson.loads(line) for line in (tmp_path / "out.jsonl").read_bytes().splitlines()]
+    model = WeightedNB(eta0=0.1, tau=None)
+    assert len(records) == len(events)
+    for record, (x, y) in zip(records, events, strict=True):
+        assert record["log_proba"] == model.predict_log_proba_one(x)
+        assert record["y_pred"] == model.predict_one(x)
+        model.learn_one(x, y)
+    assert model.weights and any(w != 1.0 for w in model.weights.values())
