@@ -4,7 +4,7 @@ The reference recomputes every term from the raw events (as test_mixed's)::
 
     score(y)  = log P(y) + Σ_f w_f log P(x_f | y)
     gradient  = log P(x_f | y) − Σ_c P(c | x) log P(x_f | c)
-    step      w_f ← clip(w_f + η_t min(ω, 1) clip(g_f − λ (w_f − 1), ±10), 0, 1e6),
+    step      w_f ← clip(w_f + η_t min(ω, 1) clip(g_f − λ (w_f − 1), ±2), 0, 1e6),
               η_t = η0 / (1 + t / τ)
 
 and the learner must agree with it on every event; the weights it learns must
@@ -114,9 +114,11 @@ def reference_log_proba(
     return normalise(scores)
 
 
-def with_weights(model: WeightedNB, weights: Mapping[str, float]) -> WeightedNB:
-    """A copy of ``model`` holding ``weights``, through a (validated) state."""
+def with_weights(model: WeightedNB, weights: Mapping[str, float], **params: Any) -> WeightedNB:
+    """A copy of ``model`` holding ``weights`` (and other ``params``), through a
+    (validated) state."""
     state = orjson.loads(orjson.dumps(model.to_state()))
+    state["params"].update(params)
     state["stats"]["weights"] = [[f, w] for f, w in weights.items()]
     state["stats"]["evidence"] = [[f, 1.0] for f in weights]
     copy = Learner.from_state(state)
@@ -269,8 +271,8 @@ def test_each_step_follows_the_schedule(params: dict[str, Any], weight: float) -
 def test_weights_stay_within_their_bounds() -> None:
     model = learn(WeightedNB(eta0=0.0), mixed_events(1, 100))
     assert isinstance(model, WeightedNB)
-    top = with_weights(model, {"amount": MAX_FEATURE_WEIGHT, "colour": 0.0})
-    top.eta0 = 1e3
+    top = with_weights(model, {"amount": MAX_FEATURE_WEIGHT, "colour": 0.0}, eta0=1e3)
+    assert top.eta0 == 1e3
     for x, y, _ in mixed_events(2, 50):
         top.learn_one(x, y)
         assert all(0.0 <= w <= MAX_FEATURE_WEIGHT for w in top.weights.values())
@@ -281,14 +283,18 @@ def test_weights_stay_within_their_bounds() -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_copies_and_noise_lose_weight_and_log_loss_drops(seed: int) -> None:
     events = duplicated_stream(seed, 3000)
-    model = WeightedNB()
-    weighted_loss = prequential_log_loss(model, events)
     plain_loss = prequential_log_loss(NaiveBayes(), events)
-    w = model.weights
-    assert w["signal"] == w["copy1"] == w["copy2"] < 0.7  # three copies share the evidence
-    assert w["level"] == w["level_copy"] < 0.8
-    assert w["noise_num"] < 0.05 and w["noise_cat"] < 0.35
-    assert weighted_loss < 0.8 * plain_loss
+    for params in ({}, {"eta0": 0.1}):
+        model = WeightedNB(**params)
+        weighted_loss = prequential_log_loss(model, events)
+        w = model.weights
+        assert w["signal"] == w["copy1"] == w["copy2"] < 0.7  # three copies share the evidence
+        assert w["level"] == w["level_copy"] < 0.8
+        assert weighted_loss < 0.8 * plain_loss
+        if params:  # larger steps: the noise is (nearly) removed
+            assert w["noise_num"] < 0.2 and w["noise_cat"] < 0.2
+        else:
+            assert w["noise_num"] < 0.9 and w["noise_cat"] < 0.8
 
 
 # ------------------------------------------------------------------ state, merge, forgetting
@@ -313,6 +319,7 @@ def test_state_round_trip_is_exact(params: dict[str, Any]) -> None:
         ("weights", "x", r"stats\.weights.*list"),
         ("evidence", [["nowhere", 1.0]], r"stats\.evidence: feature 'nowhere' has no weight"),
         ("steps", -3, r"stats\.steps"),
+        ("steps", 1.5, r"stats\.steps"),
     ],
 )
 def test_invalid_weight_state_is_rejected(field: str, value: Any, message: str) -> None:
@@ -407,8 +414,14 @@ def test_forgetting_decays_the_counts_not_the_weights() -> None:
 
 
 # ------------------------------------------------------------------ protocol and surface
-@pytest.mark.parametrize("kind", ["NaiveBayes", "GaussianNB"])
-@pytest.mark.parametrize("params", [{}, {"l2": 0.5, "tau": None}, {"half_life": 20.0}])
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [
+        ("NaiveBayes", {}),
+        ("GaussianNB", {"l2": 0.5, "tau": None}),
+        ("NaiveBayes", {"half_life": 20.0, "eta0": 0.5}),
+    ],
+)
 def test_generic_checks(kind: str, params: dict[str, Any]) -> None:
     """Mixed and numeric events (test_checks runs the categorical ones)."""
     exempt = dict(EXEMPT)
@@ -474,3 +487,10 @@ def test_the_daemon_runs_it_by_name(tmp_path: Path) -> None:
         assert record["y_pred"] == model.predict_one(x)
         model.learn_one(x, y)
     assert model.weights and any(w != 1.0 for w in model.weights.values())
+
+
+def test_a_state_whose_stats_are_not_an_object_is_rejected() -> None:
+    state = learn(WeightedNB(), mixed_events(5, 20)).to_state()
+    state["stats"] = [1, 2]
+    with pytest.raises(ModelStateError, match="stats: must be a JSON object"):
+        Learner.from_state(state)
