@@ -179,16 +179,28 @@ class WeightedNB(NaiveBayes):
         self.weights: dict[Hashable, float] = {}
         self._evidence: dict[Hashable, float] = {}  # raw units, see merge_weights
         self.steps = 0
+        # (scale, items, terms) of the last event scored; None whenever the counts change
+        self._last: tuple[float, tuple[tuple[Any, Any], ...], Terms | None] | None = None
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "eta0": self.eta0, "tau": self.tau, "l2": self.l2}
 
     # ------------------------------------------------------------------ scoring
     def _terms(self, x: Mapping[str, Any]) -> Terms | None:
+        """The terms of ``x`` (those of the last event scored when ``x`` equals it and
+        the counts have not changed since: predicting then learning computes them once)."""
+        items = tuple(x.items())
+        last = self._last
+        if last is not None and last[0] == self._scale:
+            try:
+                if last[1] == items:
+                    return last[2]
+            except (TypeError, ValueError):  # values that do not compare (numpy arrays)
+                pass
         plan = self._plans.get(tuple(x))
         if plan is None:
             plan = self._plan(x, learning=False)
-        return event_terms(
+        terms = event_terms(
             self.gaussian,
             self.categorical,
             x,
@@ -197,6 +209,8 @@ class WeightedNB(NaiveBayes):
             self.alpha / self._scale,  # α in raw units, see Learner
             self._scale,
         )
+        self._last = (self._scale, items, terms)
+        return terms
 
     def _weights_of(self, terms: Terms) -> list[float]:
         get = self.weights.get
@@ -227,6 +241,7 @@ class WeightedNB(NaiveBayes):
             y = check_label(y)
         step = self._step(x, y, w)
         super().learn_one(x, y, w)  # may reject the event: then nothing has changed
+        self._last = None
         if step:
             weights, evidence = self.weights, self._evidence
             raw = w / self._scale  # evidence is kept in raw units, as the counts
@@ -254,6 +269,7 @@ class WeightedNB(NaiveBayes):
     # ------------------------------------------------------------------ merge / scale / state
     def _merge(self, other: NaiveBayes, factor: float) -> None:
         super()._merge(other, factor)
+        self._last = None
         assert isinstance(other, WeightedNB)  # (Learner.merge checks the class)
         keep = [f for f in other.weights if self._learned(f)]
         merge_weights(self.weights, self._evidence, other.weights, other._evidence, factor, keep)
@@ -270,6 +286,7 @@ class WeightedNB(NaiveBayes):
 
     def _rescale(self, factor: float) -> None:
         super()._rescale(factor)
+        self._last = None
         evidence = self._evidence
         for f in evidence:
             evidence[f] *= factor
@@ -289,6 +306,7 @@ class WeightedNB(NaiveBayes):
         if missing:
             raise ModelStateError(f"stats: missing field {missing[0]!r}")
         super()._stats_from_state({k: v for k, v in stats.items() if k not in _STATS})
+        self._last = None
         weights = read_pairs(stats["weights"], "stats.weights", _read_weight, key=read_key)
         evidence = read_pairs(stats["evidence"], "stats.evidence", read_count, key=read_key)
         cap = self.max_features

@@ -19,6 +19,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from oracles import (
@@ -494,3 +495,30 @@ def test_a_state_whose_stats_are_not_an_object_is_rejected() -> None:
     state["stats"] = [1, 2]
     with pytest.raises(ModelStateError, match="stats: must be a JSON object"):
         Learner.from_state(state)
+
+
+def test_predicting_first_changes_no_step() -> None:
+    """learn_one reuses the terms the prediction of the same event computed, never stale
+    ones: predicting (then decaying, merging or reloading) before learning gives the
+    same model as learning alone."""
+    events = mixed_events(8, 200)
+    other = learn(WeightedNB(half_life=60.0), mixed_events(9, 30))
+    plain, predicting = WeightedNB(half_life=60.0), WeightedNB(half_life=60.0)
+    for i, (x, y, w) in enumerate(events):
+        predicting.predict_log_proba_one(x)
+        predicting.predict_one({**x})  # an equal event: the same terms again
+        if i % 50 == 10:
+            for model in (plain, predicting):
+                model.decay(3.0)
+        if i % 50 == 20:
+            for model in (plain, predicting):
+                model.merge(other)
+        if i % 50 == 30:
+            predicting = Learner.from_state(predicting.to_state())  # type: ignore[assignment]
+        plain.learn_one(x, y, w)
+        predicting.learn_one(x, y, w)
+        assert dump(predicting) == dump(plain), i
+    # an event whose values do not compare with the last one's is rejected as before
+    predicting.predict_log_proba_one({"amount": 1.0, "colour": "red"})
+    with pytest.raises(InvalidEventError, match="colour"):
+        predicting.learn_one({"amount": 1.0, "colour": np.array([1, 2])}, "a")
