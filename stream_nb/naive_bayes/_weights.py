@@ -152,6 +152,12 @@ def weighted_scores(terms: Terms, weights: Sequence[float]) -> list[float]:
 
     ``weights[i]`` is the weight of ``terms.features[i]``; a feature of weight
     0 adds nothing (also where its term is ``-inf``).
+
+    Examples
+    --------
+    >>> terms = Terms(["a", "b"], [-0.5, -1.0], ["f", "g"], [[-1.0, -2.0], [-3.0, -1.0]])
+    >>> weighted_scores(terms, [1.0, 0.5])
+    [-3.0, -3.5]
     """
     scores = list(terms.prior)
     for w, row in zip(weights, terms.terms, strict=True):
@@ -167,6 +173,14 @@ def gradient(terms: Terms, weights: Sequence[float], y: Hashable) -> list[float]
 
     ``P(c | x)`` is the posterior under ``weights``; ``y`` is one of ``terms.labels``.
     A term of a class of posterior 0 does not count (it may be ``-inf``).
+
+    Examples
+    --------
+    Two classes equally likely: each component is half the term's difference.
+
+    >>> terms = Terms(["a", "b"], [0.0, 0.0], ["f"], [[-1.0, -3.0]])
+    >>> gradient(terms, [0.0], "a")
+    [1.0]
     """
     scores = weighted_scores(terms, weights)
     log_posterior = log_softmax(dict(zip(terms.labels, scores, strict=True)))
