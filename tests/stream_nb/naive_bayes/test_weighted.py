@@ -34,6 +34,7 @@ from oracles import (
 from test_mixed import kinds_of, mixed_events
 
 from stream_nb import (
+    CategoricalNB,
     ConfigError,
     IncompatibleModelError,
     InvalidEventError,
@@ -226,6 +227,17 @@ def test_unit_weights_without_steps_are_naive_bayes() -> None:
     assert weighted.weights == {f: 1.0 for f in weighted.weights}
     stats = weighted.to_state()["stats"]
     assert {k: v for k, v in stats.items() if k not in _WEIGHT_KEYS} == plain.to_state()["stats"]
+
+
+@pytest.mark.parametrize("half_life", [None, 25.0])
+def test_unit_weights_on_categories_are_categorical_nb(half_life: float | None) -> None:
+    """On categorical events the terms are CategoricalNB's, under the same prior."""
+    weighted, plain = WeightedNB(eta0=0.0, half_life=half_life), CategoricalNB(half_life=half_life)
+    for x, y in suitable_events("CategoricalNB", 300, seed=4):
+        assert weighted.predict_one(x) == plain.predict_one(x)
+        assert_close(weighted.predict_log_proba_one(x), plain.predict_log_proba_one(x), 1e-12)
+        weighted.learn_one(x, y)
+        plain.learn_one(x, y)
 
 
 @pytest.mark.parametrize(
