@@ -42,6 +42,7 @@ from stream_nb import (
     Learner,
     MultinomialNB,
     NaiveBayes,
+    WeightedNB,
 )
 from stream_nb.seminaive.discretise import Discretiser, equal_frequency_edges
 
@@ -386,6 +387,7 @@ CONFIGS: list[Config] = [
     snb(NaiveBayes, tables=(DEFAULT, VAR_SMOOTHING, HALF_LIFE)),
     snb(NaiveBayes, var_smoothing=1e-12, applies=has_numeric, tables=(VAR_SMOOTHING,)),
     snb(NaiveBayes, var_smoothing=0.0, applies=has_numeric, tables=(VAR_SMOOTHING,)),
+    snb(WeightedNB, tables=(DEFAULT, HALF_LIFE)),
     snb(MultinomialNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),
     snb(BernoulliNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),
     snb(ComplementNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),

@@ -44,6 +44,7 @@ from stream_nb.naive_bayes.complement import ComplementNB
 from stream_nb.naive_bayes.gaussian import GaussianNB
 from stream_nb.naive_bayes.mixed import NaiveBayes
 from stream_nb.naive_bayes.multinomial import MultinomialNB
+from stream_nb.naive_bayes.weighted import WeightedNB
 from stream_nb.seminaive import AODE, KDB, SPODE, TAN
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ __all__ = [
     "SinkError",
     "SourceError",
     "StreamNBError",
+    "WeightedNB",
     "__version__",
     "bayes_risk_decision",
     "serve_metrics",
