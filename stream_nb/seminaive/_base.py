@@ -48,7 +48,12 @@ from stream_nb._state import (
 )
 from stream_nb.base import Capabilities, Learner
 from stream_nb.seminaive._store import OTHER, Item, PairStore
-from stream_nb.seminaive.discretise import Discretiser, check_bin_edges, check_binnable
+from stream_nb.seminaive.discretise import (
+    Discretiser,
+    check_bin_edges,
+    check_binnable,
+    check_strategy,
+)
 
 __all__ = [
     "COUNT_TOLERANCE",
@@ -126,6 +131,7 @@ class SemiNaiveOptions(TypedDict, total=False):
     n_bins: int
     warmup: int
     bin_edges: Mapping[Hashable, Sequence[float]] | None
+    strategy: str
     schema: Mapping[Hashable, str] | None
     max_pair_features: int | None
     half_life: float | None
@@ -178,6 +184,7 @@ class _SemiNaive(Learner):
         n_bins: int = 10,
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
+        strategy: str = "frequency",
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
         half_life: float | None = None,
@@ -196,11 +203,12 @@ class _SemiNaive(Learner):
         self.n_bins = check_int(n_bins, "n_bins", 2)
         self.warmup = check_int(warmup, "warmup", 1)
         self.bin_edges = check_bin_edges(bin_edges)
+        self.strategy = check_strategy(strategy)
         self.schema = check_schema(schema)
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
         # pair counts in a dense numpy block while it is small (see ``_dense``)
         self._store = PairStore(max_pair_features, True, max_values_per_feature)
-        self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges)
+        self._disc = Discretiser(self.n_bins, self.warmup, self.bin_edges, self.strategy)
         # events learned while some of their numeric features were warming up:
         # [items, {feature: raw value}, y, raw w], replayed when the bins freeze
         self._pending: list[list[Any]] = []
@@ -214,6 +222,7 @@ class _SemiNaive(Learner):
             "n_bins": self.n_bins,
             "warmup": self.warmup,
             "bin_edges": self.bin_edges,
+            "strategy": self.strategy,
             "schema": self.schema,
             **self._cap_params(),
         }

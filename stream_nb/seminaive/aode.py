@@ -31,7 +31,7 @@ class AODE(_SuperParent):
     min_parent_count
         Weight ``N(x_i)`` (all classes) a value needs to act as a super-parent.
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.
-    max_values_per_feature, n_bins, warmup, bin_edges, schema,
+    max_values_per_feature, n_bins, warmup, bin_edges, strategy, schema,
     max_pair_features, half_life, max_classes, max_features
         As in :class:`SPODE`.
 

@@ -1,10 +1,12 @@
-"""Online, mergeable equal-frequency discretisation of numeric features.
+"""Online, mergeable equal-frequency or equal-width discretisation of numeric features.
 
 Each numeric feature gets its own bins. The first values of a feature, up to
 a total weight of ``warmup``, are kept as a sample; when it is full,
-``n_bins − 1`` cut points are placed at its empirical quantiles (equal-frequency binning,
-Dougherty, Kohavi & Sahami 1995, "Supervised and unsupervised discretization
-of continuous features", ICML) and **frozen**. From then on a value ``v`` maps
+``n_bins − 1`` cut points are placed at its empirical quantiles (``strategy="frequency"``,
+the default: equal-frequency binning, Dougherty, Kohavi & Sahami 1995, "Supervised
+and unsupervised discretization of continuous features", ICML) or at equal
+distances over its range (``strategy="width"``, see :func:`equal_width_edges`) and
+**frozen**. From then on a value ``v`` maps
 to the bin ``bisect_right(edges, v)``, an ``int`` in ``0 … len(edges)``, for
 ever, so the counts learned for a bin always mean the same interval. While a
 feature's sample is filling, :meth:`Discretiser.learn_value` returns ``None``;
@@ -51,7 +53,19 @@ from stream_nb._state import (
 )
 from stream_nb.limits import value_out_of_range
 
-__all__ = ["Discretiser", "check_bin_edges", "check_binnable", "equal_frequency_edges", "midpoint"]
+__all__ = [
+    "STRATEGIES",
+    "Discretiser",
+    "check_bin_edges",
+    "check_binnable",
+    "check_strategy",
+    "equal_frequency_edges",
+    "equal_width_edges",
+    "midpoint",
+]
+
+#: The ways cut points are placed on a warm-up sample.
+STRATEGIES = ("frequency", "width")
 
 #: Relative slack when a cumulative weight is compared with a quantile target,
 #: so that sums of unit weights that should hit the target exactly do.
@@ -153,6 +167,55 @@ def equal_frequency_edges(
     return edges
 
 
+def equal_width_edges(sample: Sequence[float], n_bins: int) -> list[float]:
+    """Cut points splitting the range of a sample into ``n_bins`` bins of equal width.
+
+    With ``lo = min(sample)``, ``hi = max(sample)`` and ``step = (hi − lo) / n_bins``,
+    cut ``q`` is ``lo + q·step`` (``q = 1 … n_bins − 1``), computed as
+    ``numpy.linspace(lo, hi, n_bins + 1)`` computes its inner points (so these
+    are scikit-learn's ``KBinsDiscretizer(strategy="uniform")`` edges). Values
+    outside the sample's range fall into the first or the last bin; weights do
+    not matter. A sample of one distinct value gives one bin (no cut point).
+
+    Parameters
+    ----------
+    sample
+        Finite numbers, in any order.
+    n_bins
+        Number of bins wanted (at least 2).
+
+    Returns
+    -------
+    list of float
+        Strictly increasing cut points, at most ``n_bins − 1`` of them.
+
+    Examples
+    --------
+    >>> equal_width_edges([0.0, 10.0, 1.0, 2.0], n_bins=5)
+    [2.0, 4.0, 6.0, 8.0]
+    >>> equal_width_edges([3, 3, 3], n_bins=4)
+    []
+    """
+    lo, hi = float(min(sample)), float(max(sample))
+    step = (hi - lo) / n_bins
+    edges: list[float] = []
+    for q in range(1, n_bins):
+        if step != math.inf:
+            edge = q * step + lo
+        else:  # a range beyond the largest double: a convex combination stays finite
+            edge = lo * ((n_bins - q) / n_bins) + hi * (q / n_bins)
+        if lo < edge < hi and (not edges or edge > edges[-1]):
+            edges.append(edge)
+    return edges
+
+
+def check_strategy(strategy: Any) -> str:
+    """Validate the ``strategy`` parameter: ``"frequency"`` or ``"width"``."""
+    if strategy not in STRATEGIES:
+        raise ConfigError(f"strategy must be 'frequency' or 'width', got {strategy!r}")
+    return str(strategy)
+
+
 def check_bin_edges(bin_edges: Any) -> dict[Hashable, list[float]] | None:
     """Validate the ``bin_edges`` parameter: feature -> strictly increasing finite cut points."""
     if bin_edges is None:
@@ -182,7 +245,7 @@ def check_bin_edges(bin_edges: Any) -> dict[Hashable, list[float]] | None:
 
 
 class Discretiser:
-    """Per-feature equal-frequency bins, learned from a weighted warm-up sample then frozen.
+    """Per-feature bins, placed on a weighted warm-up sample then frozen.
 
     Parameters
     ----------
@@ -194,6 +257,9 @@ class Discretiser:
         sampled.
     bin_edges
         Cut points fixed up front for some features (never learned).
+    strategy
+        ``"frequency"`` (equal-frequency: :func:`equal_frequency_edges`) or
+        ``"width"`` (equal-width over the sample's range: :func:`equal_width_edges`).
 
     Examples
     --------
@@ -204,17 +270,22 @@ class Discretiser:
     [2.5]
     >>> d.learn_value("t", 2.0), d.bin_value("t", 9.0)
     (0, 1)
+    >>> w = Discretiser(n_bins=2, warmup=4, strategy="width")
+    >>> [w.learn_value("t", v) for v in (1.0, 2.0, 3.0, 9.0)], w.edges["t"]
+    ([None, None, None, None], [5.0])
     """
 
-    __slots__ = ("edges", "n_bins", "samples", "warmup")
+    __slots__ = ("edges", "n_bins", "samples", "strategy", "warmup")
 
     def __init__(
         self,
         n_bins: int = 10,
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
+        strategy: str = "frequency",
     ) -> None:
         self.n_bins = n_bins
+        self.strategy = check_strategy(strategy)
         # ``math.inf`` after :meth:`defer`: never freeze from the own sample
         self.warmup: float = warmup
         self.edges: dict[Hashable, list[float]] = {f: list(e) for f, e in (bin_edges or {}).items()}
@@ -249,7 +320,10 @@ class Discretiser:
 
     def _freeze(self, feature: Hashable) -> None:
         values, weights, _total = self.samples.pop(feature)
-        self.edges[feature] = equal_frequency_edges(values, self.n_bins, weights)
+        if self.strategy == "width":
+            self.edges[feature] = equal_width_edges(values, self.n_bins)
+        else:
+            self.edges[feature] = equal_frequency_edges(values, self.n_bins, weights)
 
     def merge(self, other: Discretiser, keep: Container[Hashable] | None = None) -> None:
         """Combine ``other`` into this discretiser (see the module docstring).

@@ -43,8 +43,10 @@ class SPODE(_SuperParent):
     max_values_per_feature
         Distinct values kept per feature; later new values share one "other"
         bucket (``None``: unbounded). Bounds the model for ID-like features.
-    n_bins, warmup, bin_edges
-        Equal-frequency discretisation of numeric features, see
+    n_bins, warmup, bin_edges, strategy
+        Discretisation of numeric features: ``strategy="frequency"`` (default,
+        equal-frequency) or ``"width"`` (equal-width over the warm-up sample's
+        range; later values outside it go to the edge bins), see
         :mod:`stream_nb.seminaive.discretise`.
     schema
         Optional ``feature -> "categorical" | "numeric"``; by default
