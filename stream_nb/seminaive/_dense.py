@@ -2,23 +2,35 @@
 
 Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
 …`` in order of appearance; index ``0`` is an all-zero item that stands for a
-value never learned) and every pair feature a column ``c``. Then
+value never learned) and every pair feature a column ``c``. The counts live in
+one array ``counts`` of *child slots* × parents × classes: slot ``b < D`` is
+item ``b``, slot ``D + c`` is column ``c`` (``D``: the item capacity). With
+the views ``pair[a, b] = counts[b, a]`` and ``ctx[a, c] = counts[D + c, a]``:
 
 * ``pair[a, a, k] = N(y_k, x_i)`` (the diagonal) and ``vw[a] = N(x_i)`` (all classes),
 * ``fw[c] = N_i`` and ``s[c] = S_i`` (distinct values learned),
 * ``pair[a, b, k] = N(y_k, x_i, x_j)`` for items ``a = (i, x_i)``, ``b = (j, x_j)``,
-* ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``,
+* ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``.
 
-so one AODE prediction is two fancy-index gathers over the event's items, one
-vectorised log of the ratios and a log-sum-exp over parents, and learning one
-event is a few indexed adds (the diagonal ``pair[a, a]`` gets ``N(y, x_i)``
-from the same add). ``ctx[a, c(a)]`` (a feature with itself) is written too
-but never read: the parent is never its own child.
+An event with items ``ii`` (columns ``cc``) has the child slots
+``cs = (ii, D + cc)``, and learning it adds its weight to ``counts[cs, ii, k]``:
+one indexed add (the diagonal ``pair[a, a]`` gets ``N(y, x_i)`` from the same
+add; ``ctx[a, c(a)]``, a feature with itself, is written too but never read).
+
+AODE and SPODE without forgetting (α fixed in raw units) also keep the *log
+table*, an array of the same shape with ``log(N(y, x_a, x_b) + α)`` in item
+slots, ``−log(N(y, x_a, j) + α S_j)`` in column slots and ``0`` where a column
+is the parent's own feature. A learned event rewrites exactly the cells whose
+counts it changed (a new value rewrites its column's slot, whose ``S_j`` grew,
+and its own slot and parent cells). Then every super-parent's
+``Σ_{j ≠ i} log P̂(x_j | y, x_i)`` plus ``log(N(y, x_i) + α)`` is one gather
+of the event's ``2d`` slots and one sum (:meth:`DenseBlock.table_scores`).
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
-(capacities grow by doubling). A block that would exceed :data:`DENSE_MAX_BYTES`
-is not built: the store keeps (or goes back to) its sparse dictionaries, so
-ID-like features still work with memory bounded by ``max_values_per_feature``.
+(capacities grow by doubling), twice that with the log table. A block whose
+counts would exceed :data:`DENSE_MAX_BYTES` is not built: the store keeps (or
+goes back to) its sparse dictionaries, so ID-like features still work with
+memory bounded by ``max_values_per_feature``.
 """
 
 from __future__ import annotations
@@ -65,22 +77,31 @@ class DenseBlock:
     True
     >>> b.index, b.pair[1, 2].tolist(), b.ctx[1, b.feat["b"]].tolist()
     ({('a', 1): 1, ('b', 'x'): 2}, [1.0], [1.0])
+    >>> b.codes  # the items of string values, by feature
+    {'b': {'x': 2}}
     """
 
     __slots__ = (
+        "_signs",
         "_vectors",
+        "alpha",
+        "codes",
         "col_of",
+        "counts",
+        "counts_flat",
+        "counts_rows",
         "ctx",
-        "ctx_flat",
-        "ctx_rows",
         "feat",
         "fw",
         "index",
         "n_classes",
+        "offsets",
         "pair",
-        "pair_flat",
-        "pair_rows",
         "s",
+        "slots",
+        "table",
+        "table_flat",
+        "table_rows",
         "vw",
     )
 
@@ -88,42 +109,52 @@ class DenseBlock:
         self.n_classes = n_classes
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
+        # feature -> string value -> item: the items of events given as strings
+        self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
+        self._signs: dict[int, Floats] = {}
+        self.table: Floats | None = None
+        self.alpha = 0.0  # the α (raw units) of the log table
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
 
     def _alloc(self, d: int, f: int) -> None:
         k = self.n_classes
-        self.pair = np.zeros((d, d, k))
-        self.ctx = np.zeros((d, f, k))
+        self.counts = np.zeros((d + f, d, k))
+        # (parent, child) views: pair[a, b] = counts[b, a], ctx[a, c] = counts[d + c, a]
+        self.pair = self.counts[:d].transpose(1, 0, 2)
+        self.ctx = self.counts[d:].transpose(1, 0, 2)
+        self.counts_flat = self.counts.reshape(-1)
+        self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
         self.vw = np.zeros(d)
         self.fw = np.zeros(f)
         self.s = np.zeros(f)
         self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
-        # (items × items, K) and (items × columns, K) views for one-axis gathers
-        self.pair_rows = self.pair.reshape(d * d, k)
-        self.ctx_rows = self.ctx.reshape(d * f, k)
-        self.pair_flat = self.pair.reshape(-1)
-        self.ctx_flat = self.ctx.reshape(-1)
+        # the child slots of each item: (a, d + its column)
+        self.slots = np.zeros((2, d), dtype=np.intp)
+        self.slots[0] = np.arange(d)
+        self.slots[1] = d
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
-        d0, f0 = self.pair.shape[0], self.ctx.shape[1]
+        d0, f0 = self.vw.shape[0], self.fw.shape[0]
         k0 = self.n_classes
         if n_items <= d0 and n_features <= f0 and n_classes == k0:
             return True
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.pair, self.ctx, self.vw, self.fw, self.s)
-        old_cols = self.col_of
+        old = (self.counts, self.vw, self.fw, self.s, self.col_of)
         self.n_classes = n_classes
         self._alloc(d, f)
-        self.pair[:d0, :d0, :k0] = old[0]
-        self.ctx[:d0, :f0, :k0] = old[1]
-        self.vw[:d0] = old[2]
-        self.fw[:f0] = old[3]
-        self.s[:f0] = old[4]
-        self.col_of[:d0] = old_cols
+        self.counts[:d0, :d0, :k0] = old[0][:d0]
+        self.counts[d : d + f0, :d0, :k0] = old[0][d0:]
+        self.vw[:d0] = old[1]
+        self.fw[:f0] = old[2]
+        self.s[:f0] = old[3]
+        self.col_of[:d0] = old[4]
+        self.slots[1] = d + self.col_of
+        if self.table is not None:
+            self.build_table(self.alpha)
         return True
 
     def add_class(self) -> bool:
@@ -132,8 +163,9 @@ class DenseBlock:
 
     def _indices(
         self, items: list[Item], pair_features: Mapping[Hashable, None]
-    ) -> tuple[Indices, Indices] | None:
-        """Item indices and columns (arrays) of the pair items, allocating new ones.
+    ) -> tuple[Indices, Indices, list[int]] | None:
+        """Item indices and columns (arrays) of the pair items, allocating new ones,
+        and the new items.
 
         ``None``: the block would be too large.
         """
@@ -142,7 +174,7 @@ class DenseBlock:
         known = [get(item, 0) for item in items]
         if 0 not in known:  # the usual case: every item is a known pair item
             ii = np.array(known, dtype=np.intp)
-            return ii, self.col_of[ii]
+            return ii, self.col_of[ii], []
         idx: list[int] = []
         cols: list[int] = []
         new: list[Item] = []
@@ -161,18 +193,24 @@ class DenseBlock:
                 a = -len(new)
             idx.append(a)
             cols.append(c)
+        fresh: list[int] = []
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
+            d = self.vw.shape[0]
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
                 a = index[item] = len(index) + 1
                 c = self.col_of[a] = feat[item[0]]
+                self.slots[1, a] = d + c
                 self.s[c] += 1.0
+                if item[1].__class__ is str:
+                    self.codes.setdefault(item[0], {})[item[1]] = a
+                fresh.append(a)
             idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
             cols = [c if c >= 0 else feat[new_f[-c - 1]] for c in cols]
-        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp)
+        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp), fresh
 
     def learn(
         self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
@@ -181,18 +219,41 @@ class DenseBlock:
         found = self._indices(items, pair_features)
         if found is None:
             return False
-        ii, cc = found
+        ii, cc, fresh = found
         if not len(ii):
             return True
+        d = self.vw.shape[0]
+        self._add(ii, np.concatenate((ii, cc + d)), cc, k, w, fresh)
+        return True
+
+    def learn_known(self, idx: list[int], k: int, w: float) -> None:
+        """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
+        ii = np.array(idx, dtype=np.intp)
+        cs = self.slots.take(ii, axis=1).ravel()
+        self._add(ii, cs, cs[len(idx) :] - self.vw.shape[0], k, w, None)
+
+    def _add(
+        self, ii: Indices, cs: Indices, cc: Indices, k: int, w: float, fresh: list[int] | None
+    ) -> None:
+        """Add weight ``w`` of class ``k`` to the cells of the items ``ii`` (slots ``cs``,
+        columns ``cc``) and rewrite those cells of the log table (all of ``fresh`` items)."""
         n_classes = self.n_classes
+        # counts[cs[j], ii[i], k] for every parent i and child slot j
+        at = (cs * (self.vw.shape[0] * n_classes))[None, :] + (ii * n_classes + k)[:, None]
+        flat = self.counts_flat
+        cells = flat.take(at)
+        cells += w
+        flat.put(at, cells)
         self.vw[ii] += w
         self.fw[cc] += w
-        # every (a, b, k) incl. the diagonal N(y, x_a); then every (a, c(b), k)
-        at_k = ii * n_classes + k
-        self.pair_flat[(ii * (self.pair.shape[0] * n_classes))[:, None] + at_k] += w
-        rows = (ii * (self.ctx.shape[1] * n_classes))[:, None]
-        self.ctx_flat[rows + (cc * n_classes + k)] += w
-        return True
+        if self.table is None:
+            return
+        if fresh:
+            self._refresh(fresh)
+        cells += self.offsets.take(cs)
+        np.log(cells, out=cells)
+        cells *= self._sign(len(ii))
+        self.table_flat.put(at, cells)
 
     def add_item(
         self,
@@ -206,7 +267,7 @@ class DenseBlock:
         found = self._indices([item, *items], pair_features)
         if found is None:
             return False
-        idx, cols = found
+        idx, cols, _fresh = found
         a, c = idx[0], cols[0]
         self.pair[a, a, k] += w
         self.vw[a] += w
@@ -218,12 +279,81 @@ class DenseBlock:
             self.pair[ii, a, k] += w
             self.ctx[a, cc, k] += w
             self.ctx[ii, c, k] += w
+        if self.table is not None:
+            self._refresh([int(a)])  # every cell above is in a's slots or parent cells
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor``."""
-        for arr in (self.pair, self.ctx, self.vw, self.fw):
+        """Multiply every count by ``factor`` (the log table, if any, is dropped)."""
+        for arr in (self.counts, self.vw, self.fw):
             arr *= factor
+        self.table = None
+
+    # ------------------------------------------------------------------ log table
+    def build_table(self, alpha: float) -> None:
+        """(Re)build the log table for ``α = alpha`` in raw units (see the module docstring)."""
+        d = self.vw.shape[0]
+        n = len(self.index)
+        self.alpha = alpha
+        self.offsets = np.full(self.counts.shape[0], alpha)
+        self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
+        table = self.counts + self.offsets[:, None, None]
+        np.log(table, out=table)
+        table[d:] *= -1.0
+        items = np.arange(1, n + 1)
+        table[d + self.col_of[items], items] = 0.0  # a parent's own column
+        self.table = table
+        self.table_flat = table.reshape(-1)
+        self.table_rows = table.reshape(table.shape[0], -1)
+
+    def _refresh(self, items: list[int]) -> None:
+        """Rewrite the table cells of new items: their slots, their columns' slots
+        (``S_j`` changed) and their parent cells."""
+        table = self.table
+        assert table is not None
+        counts, offsets, col_of = self.counts, self.offsets, self.col_of
+        d = self.vw.shape[0]
+        alpha = self.alpha
+        for a in items:
+            c = int(col_of[a])
+            offsets[d + c] = alpha * self.s[c]
+            table[a] = np.log(counts[a] + alpha)
+            row = table[d + c]
+            np.log(counts[d + c] + offsets[d + c], out=row)
+            row *= -1.0
+            row[col_of == c] = 0.0
+            table[:d, a] = np.log(counts[:d, a] + alpha)
+            table[d:, a] = -np.log(counts[d:, a] + offsets[d:, None])
+            table[d + c, a] = 0.0
+
+    def _sign(self, n: int) -> Floats:
+        """``(n, 2n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
+        own column (cached)."""
+        sign = self._signs.get(n)
+        if sign is None:
+            sign = np.ones((n, 2 * n))
+            sign[:, n:] = -1.0
+            sign[np.arange(n), n + np.arange(n)] = 0.0
+            self._signs[n] = sign
+        return sign
+
+    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats]:
+        """``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent, shape ``(d, K)``.
+
+        The event's slots summed over the log table give, for every parent
+        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``;
+        subtracting ``log(N_i + α K S_i)`` gives the score. Returns the item
+        indices (an array) and the scores.
+        """
+        ii = np.array(idx, dtype=np.intp)
+        cs = self.slots.take(ii, axis=1).ravel()
+        total = np.add.reduce(self.table_rows.take(cs, axis=0), axis=0)
+        scores: Floats = total.reshape(self.vw.shape[0], self.n_classes).take(ii, axis=0)
+        cc = cs[len(idx) :] - self.vw.shape[0]
+        den = self.fw.take(cc)
+        den += (self.alpha * self.n_classes) * self.s.take(cc)
+        scores -= np.log(den)[:, None]
+        return ii, scores
 
     # ------------------------------------------------------------------ conversion
     def load(
@@ -249,6 +379,9 @@ class DenseBlock:
             for v, by_class in counts[f].items():
                 a = index[(f, v)] = len(index) + 1
                 self.col_of[a] = c
+                self.slots[1, a] = self.vw.shape[0] + c
+                if v.__class__ is str:
+                    self.codes.setdefault(f, {})[v] = a
                 self.vw[a] = vw[v]
                 for y, n in by_class.items():
                     self.pair[a, a, classes[y]] = n
@@ -303,9 +436,11 @@ class DenseBlock:
         """
         arr = np.array(at)
         pi = arr[:, 0].astype(np.intp)
-        num = self.pair_rows.take(pi * self.pair.shape[0] + arr[:, 1].astype(np.intp), axis=0)
+        d = self.vw.shape[0]
+        rows = self.counts_rows
+        num = rows.take(arr[:, 1].astype(np.intp) * d + pi, axis=0)
         num += a
-        den = self.ctx_rows.take(pi * self.ctx.shape[1] + arr[:, 2].astype(np.intp), axis=0)
+        den = rows.take((arr[:, 2].astype(np.intp) + d) * d + pi, axis=0)
         den += arr[:, 3:4]
         num /= den
         out: Floats = self.vectors(len(at))[1] @ np.log(num)
@@ -371,9 +506,11 @@ class DenseBlock:
             pi, pc = idx, cols
         else:
             pi, pc = idx[parents], cols[parents]
-        ratio = self.pair_rows.take(pi[:, None] * self.pair.shape[0] + idx, axis=0)
+        d = self.vw.shape[0]
+        rows = self.counts_rows
+        ratio = rows.take(idx * d + pi[:, None], axis=0)
         ratio += a
-        den = self.ctx_rows.take(pi[:, None] * self.ctx.shape[1] + cols, axis=0)
+        den = rows.take((cols + d) * d + pi[:, None], axis=0)
         den += (a * s[cols])[:, None]
         # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
         den[self.vectors(len(pi))[0], parents] = (self.fw[pc] + (a * self.n_classes) * s[pc])[

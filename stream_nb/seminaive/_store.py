@@ -198,6 +198,32 @@ class PairStore:
         _nodes.add_class(self._sparse)
 
     # ------------------------------------------------------------------ learning
+    def learn_known(
+        self, x: Mapping[Any, Any], idx: list[int], y: Hashable, k: int, w: float
+    ) -> None:
+        """:meth:`learn` an event whose every ``(feature, value)`` is a known item of the
+        dense block: ``x`` (its items, as learned), their block indices ``idx`` and the
+        class ``y`` with index ``k``. The same counts, without encoding or new entries."""
+        dense = self.dense
+        assert dense is not None
+        categorical = self.categorical
+        class_weight = categorical.class_weight
+        class_weight[y] = class_weight.get(y, 0.0) + w
+        categorical.total_weight += w
+        present = categorical.present
+        counts = categorical.counts
+        feature_weight = self.feature_weight
+        value_weight = self.value_weight
+        for f, v in x.items():
+            by_class = present[f]
+            by_class[y] = by_class.get(y, 0.0) + w
+            by_class = counts[f][v]
+            by_class[y] = by_class.get(y, 0.0) + w
+            feature_weight[f] += w
+            by_value = value_weight[f]
+            by_value[v] += w
+        dense.learn_known(idx, k, w)
+
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.
 

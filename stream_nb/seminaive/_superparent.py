@@ -24,7 +24,7 @@ from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats
 from stream_nb.seminaive._store import Item
 
-__all__ = ["_SuperParent"]
+__all__ = ["_SuperParent", "known_items"]
 
 _log = math.log
 _exp = math.exp
@@ -50,6 +50,13 @@ class _SuperParent(_SemiNaive):
         class_weight = store.categorical.class_weight
         if not class_weight:
             return {}
+        block = store.dense
+        if block is not None and self._gamma is None:
+            idx = known_items(block.codes, x)
+            if idx:
+                table = self._table_scores(block, idx, x)
+                if table is not None:
+                    return dict(zip(class_weight, table, strict=True))
         items = self._encode(x, False)
         a = self.alpha / self._scale
         classes = list(class_weight)
@@ -67,6 +74,44 @@ class _SuperParent(_SemiNaive):
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
+
+    def _table_scores(
+        self, block: DenseBlock, idx: list[int], x: Mapping[str, Any]
+    ) -> list[float] | None:
+        """The scores of an event whose items are all known (``idx``) from the log table;
+        ``None`` when no parent qualifies (the general path then falls back)."""
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        ii, scores = block.table_scores(idx)
+        threshold = self._raw_threshold()
+        parent = self._super_parent()
+        if parent is not None:
+            for position, f in enumerate(x):
+                if f == parent:
+                    if block.vw[ii[position]] < threshold:
+                        return None
+                    out: list[float] = scores[position].tolist()
+                    return out
+            return None
+        weights = block.vw.take(ii)
+        if weights.min() < threshold:
+            keep = weights >= threshold
+            if not keep.any():
+                return None
+            scores = scores[keep]
+        return _sum_dense(scores, block)
+
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        store = self._store
+        block = store.dense
+        if block is not None:
+            k = store.classes.get(y)
+            if k is not None:
+                idx = known_items(block.codes, x)
+                if idx:  # every value a known string of a pair feature: nothing to encode
+                    store.learn_known(x, idx, y, k, w)
+                    return
+        super()._learn(x, y, w)
 
     def _parents(self, items: list[Item], feature: Hashable | None) -> list[Item]:
         """The event's items that qualify as super-parents (of ``feature`` only, if given)."""
@@ -231,6 +276,17 @@ class _SuperParent(_SemiNaive):
         if f >= 1.0:
             return len(children)
         return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
+
+
+def known_items(
+    codes: Mapping[Hashable, Mapping[str, int]], x: Mapping[Any, Any]
+) -> list[int] | None:
+    """The dense block's items of ``x`` when every value is a string the block knows for
+    that feature (so encoding would leave it as it is), else ``None``."""
+    try:
+        return [codes[f][v] for f, v in x.items()]
+    except (KeyError, TypeError):  # a feature or value not in the block, or unhashable
+        return None
 
 
 def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:
