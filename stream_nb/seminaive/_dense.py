@@ -57,6 +57,9 @@ _MIN_FEATURES = 8
 
 Item = tuple[Hashable, Hashable]
 
+#: The arrays of one event's known items (see :meth:`DenseBlock.event`).
+Event = tuple[list[int], Indices, Indices, Indices, Indices, Indices, Indices]
+
 
 def _nbytes(d: int, f: int, k: int) -> int:
     return 8 * (k * (d * d + d * f + d) + d + 2 * f)
@@ -82,6 +85,7 @@ class DenseBlock:
     """
 
     __slots__ = (
+        "_event",
         "_signs",
         "_vectors",
         "alpha",
@@ -93,22 +97,27 @@ class DenseBlock:
         "ctx",
         "feat",
         "fw",
+        "fy",
+        "fy_flat",
         "index",
+        "items",
         "n_classes",
         "offsets",
         "pair",
         "s",
         "slots",
         "table",
+        "table_cells",
         "table_flat",
-        "table_rows",
         "vw",
+        "weights",
     )
 
     def __init__(self, n_classes: int) -> None:
         self.n_classes = n_classes
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
+        self.items: list[Item] = [("", "")]  # item by index (0: the placeholder)
         # feature -> string value -> item: the items of events given as strings
         self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
@@ -125,14 +134,18 @@ class DenseBlock:
         self.ctx = self.counts[d:].transpose(1, 0, 2)
         self.counts_flat = self.counts.reshape(-1)
         self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
-        self.vw = np.zeros(d)
-        self.fw = np.zeros(f)
+        self.weights = np.zeros(d + f)  # by slot: vw for items, fw for columns
+        self.vw = self.weights[:d]
+        self.fw = self.weights[d:]
         self.s = np.zeros(f)
+        self.fy = np.zeros((f, k))  # N(y, i) of column c: present[feature][class]
+        self.fy_flat = self.fy.reshape(-1)
         self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
         # the child slots of each item: (a, d + its column)
         self.slots = np.zeros((2, d), dtype=np.intp)
         self.slots[0] = np.arange(d)
         self.slots[1] = d
+        self._event: Event | None = None
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
@@ -143,7 +156,7 @@ class DenseBlock:
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.counts, self.vw, self.fw, self.s, self.col_of)
+        old = (self.counts, self.vw, self.fw, self.s, self.col_of, self.fy)
         self.n_classes = n_classes
         self._alloc(d, f)
         self.counts[:d0, :d0, :k0] = old[0][:d0]
@@ -152,6 +165,7 @@ class DenseBlock:
         self.fw[:f0] = old[2]
         self.s[:f0] = old[3]
         self.col_of[:d0] = old[4]
+        self.fy[:f0, :k0] = old[5]
         self.slots[1] = d + self.col_of
         if self.table is not None:
             self.build_table(self.alpha)
@@ -202,6 +216,7 @@ class DenseBlock:
                 feat[f] = len(feat)
             for item in new:
                 a = index[item] = len(index) + 1
+                self.items.append(item)
                 c = self.col_of[a] = feat[item[0]]
                 self.slots[1, a] = d + c
                 self.s[c] += 1.0
@@ -222,38 +237,65 @@ class DenseBlock:
         ii, cc, fresh = found
         if not len(ii):
             return True
-        d = self.vw.shape[0]
-        self._add(ii, np.concatenate((ii, cc + d)), cc, k, w, fresh)
+        cs = np.concatenate((ii, cc + self.vw.shape[0]))
+        cells_at = np.add.outer(cs * self.vw.shape[0], ii) * self.n_classes
+        self._add(cs, cells_at, cc * self.n_classes, k, w, fresh)
         return True
 
     def learn_known(self, idx: list[int], k: int, w: float) -> None:
         """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
+        cached = self.event(idx)
+        self._add(cached[2], cached[5], cached[6], k, w, None)
+
+    def event(self, idx: list[int]) -> Event:
+        """``(idx, items, slots, columns, rows, cells, column cells)`` of an event of known
+        items ``idx``.
+
+        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the
+        ``(slots × parents, K)`` view and ``cells[j, i] + k`` the flat position
+        of ``counts[slots[j], items[i], k]``; ``column cells + k`` those of ``fy[columns, k]``.
+        The last event's arrays are kept: a prediction then the learning of
+        the same event build them once.
+        """
+        cached = self._event
+        if cached is not None and cached[0] == idx:
+            return cached
+        d = self.vw.shape[0]
         ii = np.array(idx, dtype=np.intp)
         cs = self.slots.take(ii, axis=1).ravel()
-        self._add(ii, cs, cs[len(idx) :] - self.vw.shape[0], k, w, None)
+        rows = np.add.outer(cs * d, ii)
+        cc = cs[len(idx) :] - d
+        k = self.n_classes
+        cached = self._event = (idx, ii, cs, cc, rows, rows * k, cc * k)
+        return cached
 
     def _add(
-        self, ii: Indices, cs: Indices, cc: Indices, k: int, w: float, fresh: list[int] | None
+        self,
+        cs: Indices,
+        cells_at: Indices,
+        columns_at: Indices,
+        k: int,
+        w: float,
+        fresh: list[int] | None,
     ) -> None:
-        """Add weight ``w`` of class ``k`` to the cells of the items ``ii`` (slots ``cs``,
-        columns ``cc``) and rewrite those cells of the log table (all of ``fresh`` items)."""
-        n_classes = self.n_classes
-        # counts[cs[j], ii[i], k] for every parent i and child slot j
-        at = (cs * (self.vw.shape[0] * n_classes))[None, :] + (ii * n_classes + k)[:, None]
+        """Add weight ``w`` of class ``k`` to ``counts[cs[j], ii[i], k]`` (flat positions
+        ``cells_at + k``), the weights of the slots ``cs`` and ``fy`` (``columns_at + k``);
+        rewrite those cells of the log table (and every cell of the ``fresh`` items)."""
+        at = cells_at + k
         flat = self.counts_flat
-        cells = flat.take(at)
+        cells = flat[at]
         cells += w
-        flat.put(at, cells)
-        self.vw[ii] += w
-        self.fw[cc] += w
+        flat[at] = cells
+        self.weights[cs] += w
+        self.fy_flat[columns_at + k] += w
         if self.table is None:
             return
         if fresh:
             self._refresh(fresh)
-        cells += self.offsets.take(cs)
+        cells += self.offsets.take(cs)[:, None]
         np.log(cells, out=cells)
-        cells *= self._sign(len(ii))
-        self.table_flat.put(at, cells)
+        cells *= self._sign(len(cs) // 2)
+        self.table_flat[at] = cells
 
     def add_item(
         self,
@@ -272,6 +314,7 @@ class DenseBlock:
         self.pair[a, a, k] += w
         self.vw[a] += w
         self.fw[c] += w
+        self.fy[c, k] += w
         if len(idx) >= 2:
             ii = idx[1:]
             cc = cols[1:]
@@ -285,7 +328,7 @@ class DenseBlock:
 
     def rescale(self, factor: float) -> None:
         """Multiply every count by ``factor`` (the log table, if any, is dropped)."""
-        for arr in (self.counts, self.vw, self.fw):
+        for arr in (self.counts, self.weights, self.fy):
             arr *= factor
         self.table = None
 
@@ -304,7 +347,7 @@ class DenseBlock:
         table[d + self.col_of[items], items] = 0.0  # a parent's own column
         self.table = table
         self.table_flat = table.reshape(-1)
-        self.table_rows = table.reshape(table.shape[0], -1)
+        self.table_cells = table.reshape(-1, self.n_classes)
 
     def _refresh(self, items: list[int]) -> None:
         """Rewrite the table cells of new items: their slots, their columns' slots
@@ -327,13 +370,13 @@ class DenseBlock:
             table[d + c, a] = 0.0
 
     def _sign(self, n: int) -> Floats:
-        """``(n, 2n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
+        """``(2n, n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
         own column (cached)."""
         sign = self._signs.get(n)
         if sign is None:
-            sign = np.ones((n, 2 * n))
-            sign[:, n:] = -1.0
-            sign[np.arange(n), n + np.arange(n)] = 0.0
+            sign = np.ones((2 * n, n))
+            sign[n:] = -1.0
+            sign[n + np.arange(n), np.arange(n)] = 0.0
             self._signs[n] = sign
         return sign
 
@@ -345,11 +388,8 @@ class DenseBlock:
         subtracting ``log(N_i + α K S_i)`` gives the score. Returns the item
         indices (an array) and the scores.
         """
-        ii = np.array(idx, dtype=np.intp)
-        cs = self.slots.take(ii, axis=1).ravel()
-        total = np.add.reduce(self.table_rows.take(cs, axis=0), axis=0)
-        scores: Floats = total.reshape(self.vw.shape[0], self.n_classes).take(ii, axis=0)
-        cc = cs[len(idx) :] - self.vw.shape[0]
+        _idx, ii, _cs, cc, rows, _cells, _columns = self.event(idx)
+        scores: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
         den = self.fw.take(cc)
         den += (self.alpha * self.n_classes) * self.s.take(cc)
         scores -= np.log(den)[:, None]
@@ -359,6 +399,7 @@ class DenseBlock:
     def load(
         self,
         counts: Mapping[Any, Any],
+        present: Mapping[Hashable, Mapping[Hashable, float]],
         classes: Mapping[Hashable, int],
         feature_weight: Mapping[Hashable, float],
         value_weight: Mapping[Hashable, Mapping[Hashable, float]],
@@ -374,10 +415,13 @@ class DenseBlock:
         for f in feats:
             c = feat[f] = len(feat)
             self.fw[c] = feature_weight[f]
+            for y, n in present[f].items():
+                self.fy[c, classes[y]] = n
             self.s[c] = len(counts[f])
             vw = value_weight[f]
             for v, by_class in counts[f].items():
                 a = index[(f, v)] = len(index) + 1
+                self.items.append((f, v))
                 self.col_of[a] = c
                 self.slots[1, a] = self.vw.shape[0] + c
                 if v.__class__ is str:

@@ -38,7 +38,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Hashable, Iterable, Mapping
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from stream_nb._exceptions import ModelStateError
 from stream_nb._state import (
@@ -94,14 +97,15 @@ class PairStore:
     """
 
     __slots__ = (
+        "_categorical",
+        "_deferred",
+        "_feature_weight",
         "_sparse",
-        "categorical",
+        "_value_weight",
         "classes",
         "dense",
-        "feature_weight",
         "max_pair_features",
         "pair_features",
-        "value_weight",
         "want_dense",
     )
 
@@ -111,9 +115,11 @@ class PairStore:
         dense: bool = False,
         max_values_per_feature: int | None = None,
     ) -> None:
-        self.categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
-        self.feature_weight: dict[Hashable, float] = {}
-        self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
+        self._categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
+        self._feature_weight: dict[Hashable, float] = {}
+        self._value_weight: dict[Hashable, dict[Hashable, float]] = {}
+        # events learned by learn_known whose single counts are only in the block yet
+        self._deferred: list[tuple[list[int], int]] = []
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
         self.want_dense = dense
         self.dense: DenseBlock | None = DenseBlock(0) if dense else None
@@ -121,6 +127,78 @@ class PairStore:
         # features with pair counts: the first ``max_pair_features`` learned (ordered set)
         self.max_pair_features = max_pair_features
         self.pair_features: dict[Hashable, None] = {}
+
+    # ------------------------------------------------------------------ single counts
+    @property
+    def categorical(self) -> CategoricalStatistics:
+        """``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)`` (see the module docstring)."""
+        if self._deferred:
+            self._flush()
+        return self._categorical
+
+    @property
+    def feature_weight(self) -> dict[Hashable, float]:
+        """``N_i`` by feature."""
+        if self._deferred:
+            self._flush()
+        return self._feature_weight
+
+    @feature_weight.setter
+    def feature_weight(self, value: dict[Hashable, float]) -> None:
+        self._feature_weight = value
+
+    @property
+    def value_weight(self) -> dict[Hashable, dict[Hashable, float]]:
+        """``N(x_i)`` by feature and value."""
+        if self._deferred:
+            self._flush()
+        return self._value_weight
+
+    @value_weight.setter
+    def value_weight(self, value: dict[Hashable, dict[Hashable, float]]) -> None:
+        self._value_weight = value
+
+    @property
+    def class_weight(self) -> dict[Hashable, float]:
+        """``N(y)`` by class, in learning order (always current: never deferred)."""
+        return self._categorical.class_weight
+
+    def _flush(self) -> None:
+        """Copy the single counts of the events :meth:`learn_known` deferred from the block.
+
+        The block adds every weight to ``N(y, x_i)`` (its diagonal), ``N(x_i)``,
+        ``N_i`` and ``N(y, i)`` in the order the dictionaries would have, so
+        the values copied are those eager updates would hold; a class new to a
+        feature or value is inserted where its first event would have put it.
+        """
+        deferred = self._deferred
+        self._deferred = []
+        block = self.dense
+        assert block is not None
+        n_classes = block.n_classes
+        lengths = np.fromiter((len(idx) for idx, _k in deferred), np.intp, len(deferred))
+        items = np.fromiter(chain.from_iterable(idx for idx, _k in deferred), np.intp)
+        ks = np.repeat(np.fromiter((k for _idx, k in deferred), np.intp, len(deferred)), lengths)
+        keys, first = np.unique(items * n_classes + ks, return_index=True)
+        keys = keys[np.argsort(first, kind="stable")]  # in order of first appearance
+        aa, kk = np.divmod(keys, n_classes)
+        cc = block.col_of[aa]
+        labels = list(self.classes)
+        named = block.items
+        categorical = self._categorical
+        present, counts = categorical.present, categorical.counts
+        diagonal = block.counts[aa, aa, kk].tolist()
+        by_feature = block.fy[cc, kk].tolist()
+        for a, k, n, n_f in zip(aa.tolist(), kk.tolist(), diagonal, by_feature, strict=True):
+            f, v = named[a]
+            y = labels[k]
+            present[f][y] = n_f
+            counts[f][v][y] = n
+        value_weight, feature_weight = self._value_weight, self._feature_weight
+        for a, n in zip(aa.tolist(), block.vw[aa].tolist(), strict=True):
+            f, v = named[a]
+            value_weight[f][v] = n
+            feature_weight[f] = float(block.fw[block.col_of[a]])
 
     @property
     def pairs(self) -> dict[Item, dict[Hashable, Node]]:
@@ -169,8 +247,10 @@ class PairStore:
         if not self.want_dense:
             return
         block = DenseBlock(len(self.classes))
+        categorical = self.categorical
         if block.load(
-            self.categorical.counts,
+            categorical.counts,
+            categorical.present,
             self.classes,
             self.feature_weight,
             self.value_weight,
@@ -198,31 +278,21 @@ class PairStore:
         _nodes.add_class(self._sparse)
 
     # ------------------------------------------------------------------ learning
-    def learn_known(
-        self, x: Mapping[Any, Any], idx: list[int], y: Hashable, k: int, w: float
-    ) -> None:
+    def learn_known(self, idx: list[int], y: Hashable, k: int, w: float) -> None:
         """:meth:`learn` an event whose every ``(feature, value)`` is a known item of the
-        dense block: ``x`` (its items, as learned), their block indices ``idx`` and the
-        class ``y`` with index ``k``. The same counts, without encoding or new entries."""
+        dense block: their block indices ``idx``, the class ``y`` with index ``k``.
+
+        The same counts, without encoding or new entries: ``N(y)`` and ``N``
+        now, the other single counts when next read (:meth:`_flush`).
+        """
         dense = self.dense
         assert dense is not None
-        categorical = self.categorical
+        categorical = self._categorical
         class_weight = categorical.class_weight
         class_weight[y] = class_weight.get(y, 0.0) + w
         categorical.total_weight += w
-        present = categorical.present
-        counts = categorical.counts
-        feature_weight = self.feature_weight
-        value_weight = self.value_weight
-        for f, v in x.items():
-            by_class = present[f]
-            by_class[y] = by_class.get(y, 0.0) + w
-            by_class = counts[f][v]
-            by_class[y] = by_class.get(y, 0.0) + w
-            feature_weight[f] += w
-            by_value = value_weight[f]
-            by_value[v] += w
         dense.learn_known(idx, k, w)
+        self._deferred.append((idx, k))
 
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.

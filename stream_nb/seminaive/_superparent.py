@@ -47,7 +47,7 @@ class _SuperParent(_SemiNaive):
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         store = self._store
-        class_weight = store.categorical.class_weight
+        class_weight = store.class_weight
         if not class_weight:
             return {}
         block = store.dense
@@ -57,6 +57,7 @@ class _SuperParent(_SemiNaive):
                 table = self._table_scores(block, idx, x)
                 if table is not None:
                     return dict(zip(class_weight, table, strict=True))
+        class_weight = store.categorical.class_weight
         items = self._encode(x, False)
         a = self.alpha / self._scale
         classes = list(class_weight)
@@ -109,7 +110,7 @@ class _SuperParent(_SemiNaive):
             if k is not None:
                 idx = known_items(block.codes, x)
                 if idx:  # every value a known string of a pair feature: nothing to encode
-                    store.learn_known(x, idx, y, k, w)
+                    store.learn_known(idx, y, k, w)
                     return
         super()._learn(x, y, w)
 
