@@ -77,7 +77,7 @@ class _SuperParent(_SemiNaive):
         return dict(zip(classes, scores, strict=True))
 
     def _table_scores(
-        self, block: DenseBlock, idx: list[int], x: Mapping[str, Any]
+        self, block: DenseBlock, idx: list[int], x: Mapping[Any, Any]
     ) -> list[float] | None:
         """The scores of an event whose items are all known (``idx``) from the log table;
         ``None`` when no parent qualifies (the general path then falls back)."""
@@ -87,13 +87,14 @@ class _SuperParent(_SemiNaive):
         threshold = self._raw_threshold()
         parent = self._super_parent()
         if parent is not None:
-            for position, f in enumerate(x):
-                if f == parent:
-                    if block.vw[ii[position]] < threshold:
-                        return None
-                    out: list[float] = scores[position].tolist()
-                    return out
-            return None
+            value = x.get(parent)
+            if value is None:  # absent or missing: no parent
+                return None
+            position = idx.index(block.codes[parent][value])
+            if block.vw[ii[position]] < threshold:
+                return None
+            out: list[float] = scores[position].tolist()
+            return out
         weights = block.vw.take(ii)
         if weights.min() < threshold:
             keep = weights >= threshold
@@ -282,10 +283,11 @@ class _SuperParent(_SemiNaive):
 def known_items(
     codes: Mapping[Hashable, Mapping[str, int]], x: Mapping[Any, Any]
 ) -> list[int] | None:
-    """The dense block's items of ``x`` when every value is a string the block knows for
-    that feature (so encoding would leave it as it is), else ``None``."""
+    """The dense block's items of ``x`` when every value is ``None`` (missing, left out)
+    or a string the block knows for that feature (so encoding would leave it as it is),
+    else ``None``."""
     try:
-        return [codes[f][v] for f, v in x.items()]
+        return [codes[f][v] for f, v in x.items() if v is not None]
     except (KeyError, TypeError):  # a feature or value not in the block, or unhashable
         return None
 
