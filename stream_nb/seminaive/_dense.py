@@ -380,6 +380,64 @@ class DenseBlock:
             self._signs[n] = sign
         return sign
 
+    def predict_learn_uniform(self, items: Indices, ks: Indices, ws: Floats) -> Floats:
+        """Score then learn, in turn, ``B`` events of ``d`` known items each (batch kernel).
+
+        ``items[t]`` are event ``t``'s items, ``ks[t]`` its class index (``-1``:
+        predicted only) and ``ws[t]`` its weight. Returns ``SPODE_i(y)`` of
+        every item of every event as the parent, shape ``(B, d, K)``, each
+        from the counts of the events before it (:meth:`table_scores`, one
+        event at a time). Only the table cells are updated event by event;
+        ``N_i`` for the denominators, ``N(x_i)``, ``N_i`` and ``N(y, i)`` are
+        prefix sums over the batch, added in event order (the same sums as
+        one event at a time). Needs the log table.
+        """
+        b, d = items.shape
+        n_items = self.vw.shape[0]
+        n_classes = self.n_classes
+        slots = np.concatenate((items, self.col_of[items] + n_items), axis=1)  # (B, 2d)
+        columns = slots[:, d:] - n_items
+        rows = slots[:, :, None] * n_items + items[:, None, :]  # (B, 2d, d)
+        cells_at = rows * n_classes
+        offsets = self.offsets[slots][:, :, None]
+        learned = ks >= 0
+        events = np.flatnonzero(learned)
+        w_of = ws[events]
+        # weights before each event, and after the batch (row b): sequential sums
+        fw = np.zeros((b + 1, self.fw.shape[0]))
+        fw[0] = self.fw
+        fw[np.repeat(events + 1, d), columns[events].ravel()] = np.repeat(w_of, d)
+        np.cumsum(fw, axis=0, out=fw)
+        den = fw[np.arange(b)[:, None], columns]
+        den += (self.alpha * n_classes) * self.s[columns]
+        scores = np.empty((b, d, n_classes))
+        table_cells, counts, table = self.table_cells, self.counts_flat, self.table_flat
+        sign = self._sign(d)
+        for t in range(b):
+            np.add.reduce(table_cells.take(rows[t], axis=0), axis=0, out=scores[t])
+            k = ks[t]
+            if k >= 0:
+                at = cells_at[t] + k
+                cells = counts[at]
+                cells += ws[t]
+                counts[at] = cells
+                cells += offsets[t]
+                np.log(cells, out=cells)
+                cells *= sign
+                table[at] = cells
+        scores -= np.log(den)[:, :, None]
+        self.fw[:] = fw[b]
+        vw = np.zeros((len(events) + 1, n_items))
+        vw[0] = self.vw
+        vw[np.repeat(np.arange(1, len(events) + 1), d), items[events].ravel()] = np.repeat(w_of, d)
+        self.vw[:] = np.cumsum(vw, axis=0)[-1]
+        fy = np.zeros((len(events) + 1, self.fy_flat.shape[0]))
+        fy[0] = self.fy_flat
+        at_fy = (columns[events] * n_classes + ks[events][:, None]).ravel()
+        fy[np.repeat(np.arange(1, len(events) + 1), d), at_fy] = np.repeat(w_of, d)
+        self.fy_flat[:] = np.cumsum(fy, axis=0)[-1]
+        return scores
+
     def table_scores(self, idx: list[int]) -> tuple[Indices, Floats]:
         """``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent, shape ``(d, K)``.
 

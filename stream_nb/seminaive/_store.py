@@ -37,7 +37,7 @@ demand (states, merges and sizes are the same in both representations).
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Hashable, Iterable, Mapping
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -293,6 +293,23 @@ class PairStore:
         categorical.total_weight += w
         dense.learn_known(idx, k, w)
         self._deferred.append((idx, k))
+
+    def learned_known(
+        self, rows: list[list[int]], ys: Sequence[Hashable | None], ws: Sequence[float]
+    ) -> None:
+        """Count events the dense block has learned already (as :meth:`learn_known` would,
+        less the block): ``rows[i]`` items, label ``ys[i]`` (``None``: not learned)."""
+        categorical = self._categorical
+        class_weight = categorical.class_weight
+        total = categorical.total_weight
+        deferred = self._deferred
+        classes = self.classes
+        for idx, y, w in zip(rows, ys, ws, strict=True):
+            if y is not None:
+                class_weight[y] = class_weight.get(y, 0.0) + w
+                total += w
+                deferred.append((idx, classes[y]))
+        categorical.total_weight = total
 
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.
