@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from stream_nb._exceptions import InvalidEventError
+from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
@@ -213,7 +213,7 @@ class _SuperParent(_SemiNaive):
             for w in ws:
                 if w != 1.0:
                     check_weight(w)
-        except (InvalidEventError, TypeError):
+        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
             return None
         labels = list(store.class_weight)
         parent = self._super_parent()
