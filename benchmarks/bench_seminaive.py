@@ -260,12 +260,15 @@ def _children_cpu() -> float:
 
 
 def cli_run(checkout: Path, model: str, src: Path, dst: Path) -> float:
-    """CPU seconds of ``stream-nb run`` (this interpreter, ``checkout`` first on the path)."""
+    """CPU seconds of ``stream-nb run`` (this interpreter, ``checkout`` first on the path;
+    run from ``src``'s directory, so that no other checkout in the working directory
+    comes first)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     args = [sys.executable, "-m", "stream_nb.cli", "run", "--model", model]
     args += ["--source", str(src), "--sink", str(dst), "--report", os.devnull]
+    args += ["--log-level", "WARNING"]
     cpu = _children_cpu()
-    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, cwd=src.parent)
     return _children_cpu() - cpu
 
 
@@ -281,7 +284,7 @@ def engine_shares(
         demo = [sys.executable, "-m", "stream_nb.cli", "demo", "--demo", "categorical"]
         env = {**os.environ, "PYTHONPATH": str(root)}
         with open(src, "wb") as out:
-            subprocess.run([*demo, "--limit", str(n)], check=True, stdout=out, env=env)
+            subprocess.run([*demo, "--limit", str(n)], check=True, stdout=out, env=env, cwd=tmp)
         for model in models:
             cpu: dict[str, list[float]] = {"ceiling": [], **{name: [] for name in checkouts}}
             for _ in range(repeats):

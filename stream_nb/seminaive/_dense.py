@@ -88,6 +88,7 @@ class DenseBlock:
         "_event",
         "_signs",
         "_vectors",
+        "aks",
         "alpha",
         "codes",
         "col_of",
@@ -340,6 +341,7 @@ class DenseBlock:
         self.alpha = alpha
         self.offsets = np.full(self.counts.shape[0], alpha)
         self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
+        self.aks = (alpha * self.n_classes) * self.s
         table = self.counts + self.offsets[:, None, None]
         np.log(table, out=table)
         table[d:] *= -1.0
@@ -360,6 +362,7 @@ class DenseBlock:
         for a in items:
             c = int(col_of[a])
             offsets[d + c] = alpha * self.s[c]
+            self.aks[c] = (alpha * self.n_classes) * self.s[c]
             table[a] = np.log(counts[a] + alpha)
             row = table[d + c]
             np.log(counts[d + c] + offsets[d + c], out=row)
@@ -438,20 +441,19 @@ class DenseBlock:
         self.fy_flat[:] = np.cumsum(fy, axis=0)[-1]
         return scores
 
-    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats]:
-        """``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent, shape ``(d, K)``.
+    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats, Floats]:
+        """The parts of ``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent.
 
         The event's slots summed over the log table give, for every parent
-        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``;
-        subtracting ``log(N_i + α K S_i)`` gives the score. Returns the item
-        indices (an array) and the scores.
+        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``
+        (shape ``(d, K)``); less ``log(N_i + α K S_i)`` it is the score.
+        Returns the item indices (an array), those sums and ``N_i + α K S_i``.
         """
         _idx, ii, _cs, cc, rows, _cells, _columns = self.event(idx)
-        scores: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
+        sums: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
         den = self.fw.take(cc)
-        den += (self.alpha * self.n_classes) * self.s.take(cc)
-        scores -= np.log(den)[:, None]
-        return ii, scores
+        den += self.aks.take(cc)
+        return ii, sums, den
 
     # ------------------------------------------------------------------ conversion
     def load(

@@ -100,21 +100,27 @@ class _SuperParent(_SemiNaive):
             block.build_table(self.alpha)  # no forgetting: α in raw units is α
         if parent is not None and at is None:
             return None
-        ii, scores = block.table_scores(idx)
+        ii, sums, den = block.table_scores(idx)
         threshold = self._raw_threshold()
         if at is not None:
             position = idx.index(at)
             if block.vw[ii[position]] < threshold:
                 return None
-            out: list[float] = scores[position].tolist()
+            out: list[float] = (sums[position] - _log(den[position])).tolist()
             return out
         weights = block.vw.take(ii)
         if weights.min() < threshold:
             keep = weights >= threshold
             if not keep.any():
                 return None
-            scores = scores[keep]
-        return _sum_dense(scores, block)
+            sums, den = sums[keep], den[keep]
+        # Σ_i exp(SPODE_i) = Σ_i exp(sums_i) / den_i; shifted by the max if it underflows
+        total = np.reciprocal(den) @ np.exp(sums)
+        if total.min() > 0.0:
+            out = np.log(total).tolist()
+            return out
+        sums -= np.log(den)[:, None]
+        return _sum_dense(sums, block)
 
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
