@@ -62,11 +62,23 @@ from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._dense import DenseBlock
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 
-__all__ = ["OTHER", "Item", "PairStore", "canonical", "chi2_quantile", "log_product_ratio"]
+__all__ = [
+    "MAX_DEFERRED",
+    "OTHER",
+    "Item",
+    "PairStore",
+    "canonical",
+    "chi2_quantile",
+    "log_product_ratio",
+]
 
 _log = math.log
 
 Item = tuple[Hashable, Hashable]
+
+#: Events :meth:`PairStore.learn_known` defers at most: their single counts are
+#: copied into the dictionaries then (bounded memory without readers).
+MAX_DEFERRED = 4096
 
 #: The "missing value" marker of the store's categorical statistics: none. The
 #: store learns encoded items, in which ``None`` is the "other" bucket.
@@ -292,7 +304,10 @@ class PairStore:
         class_weight[y] = class_weight.get(y, 0.0) + w
         categorical.total_weight += w
         dense.learn_known(idx, k, w)
-        self._deferred.append((idx, k))
+        deferred = self._deferred
+        deferred.append((idx, k))
+        if len(deferred) >= MAX_DEFERRED:
+            self._flush()
 
     def learned_known(
         self, rows: list[list[int]], ys: Sequence[Hashable | None], ws: Sequence[float]
@@ -310,6 +325,8 @@ class PairStore:
                 total += w
                 deferred.append((idx, classes[y]))
         categorical.total_weight = total
+        if len(deferred) >= MAX_DEFERRED:
+            self._flush()
 
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.

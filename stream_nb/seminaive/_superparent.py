@@ -24,7 +24,7 @@ from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
-from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._known import known_items, normalise, rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._store import Item
 
@@ -108,19 +108,54 @@ class _SuperParent(_SemiNaive):
                 return None
             out: list[float] = (sums[position] - _log(den[position])).tolist()
             return out
-        weights = block.vw.take(ii)
-        if weights.min() < threshold:
-            keep = weights >= threshold
-            if not keep.any():
-                return None
-            sums, den = sums[keep], den[keep]
-        # Σ_i exp(SPODE_i) = Σ_i exp(sums_i) / den_i; shifted by the max if it underflows
-        total = np.reciprocal(den) @ np.exp(sums)
+        total = _total(block, ii, sums, den, threshold)
+        if total is None:
+            return None
         if total.min() > 0.0:
             out = np.log(total).tolist()
             return out
-        sums -= np.log(den)[:, None]
+        sums -= np.log(den)[:, None]  # Σ exp underflows: shifted by the max
         return _sum_dense(sums, block)
+
+    def _table_total(self, x: Mapping[str, Any]) -> tuple[list[Hashable], Floats] | None:
+        """AODE's ``Σ_i exp(SPODE_i(y))`` by class for a known event, from the log table;
+        ``None`` for anything else (SPODE, forgetting, an unknown value, no parent, a
+        class whose sum underflows)."""
+        store = self._store
+        block = store.dense
+        if block is None or self._gamma is not None or not store.class_weight:
+            return None
+        if self._super_parent() is not None:
+            return None
+        idx = known_items(block.codes, x)
+        if not idx:
+            return None
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)
+        total = _total(block, *block.table_scores(idx), self._raw_threshold())
+        if total is None or not total.min() > 0.0:
+            return None
+        return list(store.class_weight), total
+
+    def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """:meth:`Learner.predict_log_proba_one`; a known event straight from the log table."""
+        if x.__class__ is dict:
+            found = self._table_total(x)
+            if found is not None:
+                labels, total = found
+                total /= total.sum()
+                return dict(zip(labels, np.log(total).tolist(), strict=True))
+        return super().predict_log_proba_one(x)
+
+    def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """:meth:`Learner.predict_proba_one`; a known event straight from the log table."""
+        if x.__class__ is dict:
+            found = self._table_total(x)
+            if found is not None:
+                labels, total = found
+                total /= total.sum()
+                return dict(zip(labels, total.tolist(), strict=True))
+        return super().predict_proba_one(x)
 
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
@@ -459,6 +494,22 @@ class _SuperParent(_SemiNaive):
         if f >= 1.0:
             return len(children)
         return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
+
+
+def _total(
+    block: DenseBlock, items: Indices, sums: Floats, den: Floats, threshold: float
+) -> Floats | None:
+    """``Σ_i exp(SPODE_i(y))`` over the items qualifying as parents (weight at least
+    ``threshold``) from :meth:`DenseBlock.table_scores`: ``Σ_i exp(sums_i) / den_i``, one
+    matrix-vector product; ``None`` when no item qualifies."""
+    weights = block.vw.take(items)
+    if weights.min() < threshold:
+        keep = weights >= threshold
+        if not keep.any():
+            return None
+        sums, den = sums[keep], den[keep]
+    total: Floats = np.reciprocal(den) @ np.exp(sums)
+    return total
 
 
 def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:

@@ -12,6 +12,7 @@ for bit.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from stream_nb import AODE, SPODE, Learner
+from stream_nb.seminaive import _store
 
 TOLERANCE = 1e-12
 
@@ -117,6 +119,35 @@ def test_reading_between_events_changes_nothing(read_every: int) -> None:
         if t % read_every == 0:
             read.to_state()
     assert json.dumps(read.to_state()) == json.dumps(unread.to_state())
+
+
+def test_deferred_counts_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_DEFERRED events the single counts are copied in: the same state."""
+    monkeypatch.setattr(_store, "MAX_DEFERRED", 5)
+    events = string_events(seed=7, n=240)
+    bounded, ref = AODE(), sparse(AODE())
+    for x, y, w in events:
+        bounded.learn_one(x, y, w)
+        ref.learn_one(x, y, w)
+        assert len(bounded._store._deferred) < 5  # type: ignore[attr-defined]
+    assert state_json(bounded) == state_json(ref)
+
+
+def test_probabilities_from_the_table_agree_with_the_scores() -> None:
+    """predict_proba_one and predict_log_proba_one of a known event, from the total
+    directly, equal the normalised joint log-likelihood."""
+    model = AODE()
+    for x, y, w in string_events(seed=8, n=200):
+        model.learn_one(x, y, w)
+    x = string_events(seed=9, n=1)[0][0]
+    x = {f: v for f, v in x.items() if v is not None}
+    jll = model.joint_log_likelihood_one(x)
+    top = max(jll.values())
+    total = sum(math.exp(v - top) for v in jll.values())
+    proba, log_proba = model.predict_proba_one(x), model.predict_log_proba_one(x)
+    for c, v in jll.items():
+        assert abs(log_proba[c] - (v - top - math.log(total))) <= TOLERANCE
+        assert abs(proba[c] - math.exp(v - top) / total) <= TOLERANCE
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
