@@ -32,6 +32,12 @@ under :data:`~stream_nb.seminaive._dense.DENSE_MAX_BYTES`; past that, or after
 a merge or state load that does not fit, the store converts to (or stays with)
 the dictionaries above. ``pairs`` is then a view built from the block on
 demand (states, merges and sizes are the same in both representations).
+
+Events learned by :meth:`PairStore.learn_known` (the AODE/SPODE path for
+events of known values) update ``N(y)`` and ``N`` at once and the block; the
+block holds every other single count of theirs too, added in the same order,
+so the dictionaries are filled from it when next read (or every
+:data:`MAX_DEFERRED` events), with the very values eager updates would give.
 """
 
 from __future__ import annotations

@@ -10,6 +10,17 @@ A SPODE with super-parent ``p`` scores
 whose value has ``N(x_p) ≥ min_parent_count``; with none, the model falls back
 to the Naive Bayes of the single counts. Features past ``max_pair_features``
 add their Naive Bayes term to every SPODE.
+
+Three paths compute these same formulas:
+
+* **known events** (every value ``None`` or a string the dense block holds,
+  no forgetting): scored from the block's log table and learned with
+  :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
+* **batches of known events**: the batch kernel
+  (:meth:`_SuperParent.predict_learn_columns`, :meth:`_SuperParent.predict_learn_many`),
+  prequential like one event at a time;
+* **everything else** (new values, numbers to discretise, forgetting, sparse
+  counts): encoding, then the dense or sparse scores below.
 """
 
 from __future__ import annotations
