@@ -5,6 +5,7 @@ One command::
     python -m benchmarks.bench_seminaive              # full run, a few minutes
     python -m benchmarks.bench_seminaive --quick      # small smoke run
     python -m benchmarks.bench_seminaive --profile    # + cProfile of AODE on LED
+    python -m benchmarks.bench_seminaive --engine --baseline ../main   # stream-nb run
 
 Streams (generated first, not timed):
 
@@ -28,6 +29,14 @@ building the model. ``model_size()`` reports the stored counts. The baseline
 is ``stream_nb.NaiveBayes`` when it exists, else ``CategoricalNB`` (on
 ``agrawal``: ``GaussianNB`` when it exists). Results go to
 ``benchmarks/results/seminaive.json`` and ``seminaive.md``.
+
+``--engine`` measures instead ``stream-nb run`` file → file (each learner with
+its defaults, a subprocess per run) on ``stream-nb demo --demo categorical``
+events, as a share of the parse+emit ceiling of
+:func:`benchmarks.bench_engine.ceiling` on the same lines: CPU seconds of the
+whole process, turns alternating ceiling, this checkout and (``--baseline
+PATH``) another checkout of stream-nb run with the same interpreter. Results
+go to ``benchmarks/results/seminaive_engine.json`` and ``seminaive_engine.md``.
 """
 
 from __future__ import annotations
@@ -41,7 +50,11 @@ import os
 import platform
 import pstats
 import random
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -49,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import stream_nb
+from benchmarks.bench_engine import ceiling
 from stream_nb import AODE, KDB, TAN, CategoricalNB, Learner
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -237,6 +251,94 @@ def write(rows: list[dict[str, Any]], info: dict[str, Any], profile: str | None,
     (out / "seminaive.md").write_text("\n".join(lines) + "\n")
 
 
+ENGINE_MODELS = ("AODE", 'SPODE:{"parent": "f0"}', "TAN", "KDB")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cli_run(checkout: Path, model: str, src: Path, dst: Path) -> float:
+    """CPU seconds of ``stream-nb run`` (this interpreter, ``checkout`` first on the path;
+    run from ``src``'s directory, so that no other checkout in the working directory
+    comes first)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    args = [sys.executable, "-m", "stream_nb.cli", "run", "--model", model]
+    args += ["--source", str(src), "--sink", str(dst), "--report", os.devnull]
+    args += ["--log-level", "WARNING"]
+    cpu = _children_cpu()
+    subprocess.run(args, check=True, env=env, stdout=subprocess.DEVNULL, cwd=src.parent)
+    return _children_cpu() - cpu
+
+
+def engine_shares(
+    n: int, repeats: int, models: tuple[str, ...], checkouts: dict[str, Path]
+) -> dict[str, Any]:
+    """Events per CPU-s of ``stream-nb run`` and its share of the ceiling, by model and
+    checkout, turns alternating (median and best of the per-turn shares)."""
+    root = Path(__file__).resolve().parent.parent
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        demo = [sys.executable, "-m", "stream_nb.cli", "demo", "--demo", "categorical"]
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        with open(src, "wb") as out:
+            subprocess.run([*demo, "--limit", str(n)], check=True, stdout=out, env=env, cwd=tmp)
+        for model in models:
+            cpu: dict[str, list[float]] = {"ceiling": [], **{name: [] for name in checkouts}}
+            for _ in range(repeats):
+                cpu["ceiling"].append(ceiling(src, dst)[1])
+                for name, path in checkouts.items():
+                    cpu[name].append(cli_run(path, model, src, dst))
+            for name in checkouts:
+                shares = [c / r for c, r in zip(cpu["ceiling"], cpu[name], strict=True)]
+                rows.append(
+                    {
+                        "model": model,
+                        "checkout": name,
+                        "events_per_cpu_s": n / min(cpu[name]),
+                        "ceiling_events_per_cpu_s": n / min(cpu["ceiling"]),
+                        "share_median": statistics.median(shares),
+                        "share_best": max(shares),
+                        "cpu_seconds": cpu[name],
+                        "ceiling_cpu_seconds": cpu["ceiling"],
+                    }
+                )
+                row = rows[-1]
+                print(
+                    f"{model:26} {name:9} {row['events_per_cpu_s']:9,.0f} ev/CPU-s  "
+                    f"share median {row['share_median']:.3f} best {row['share_best']:.3f}",
+                    flush=True,
+                )
+    return {"events": n, "repeats": repeats, "stream": "stream-nb demo categorical", "rows": rows}
+
+
+def write_engine(payload: dict[str, Any], info: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {"machine": info, **payload}
+    (out / "seminaive_engine.json").write_text(json.dumps(payload, indent=2) + "\n")
+    lines = [
+        "# Semi-naive Bayes through `stream-nb run`: share of the parse+emit ceiling",
+        "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, load average {info['load_average']}, "
+        f"Python {info['python']}, {info['date']}. {payload['events']:,} `{payload['stream']}` "
+        f"events, file to file, {payload['repeats']} turns alternating ceiling and checkouts; "
+        "CPU time of the whole process.",
+        "",
+        "| model | checkout | events/CPU-s (best) | ceiling events/CPU-s | share (median) "
+        "| share (best) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in payload["rows"]:
+        lines.append(
+            f"| {r['model']} | {r['checkout']} | {r['events_per_cpu_s']:,.0f} "
+            f"| {r['ceiling_events_per_cpu_s']:,.0f} | {r['share_median']:.3f} "
+            f"| {r['share_best']:.3f} |"
+        )
+    (out / "seminaive_engine.md").write_text("\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n", 1)[0],
@@ -247,7 +349,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="add a cProfile of AODE on LED")
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the results")
     parser.add_argument("--no-write", action="store_true", help="do not write any results")
+    parser.add_argument(
+        "--engine", action="store_true", help="measure stream-nb run against the ceiling instead"
+    )
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="another checkout to run alongside (--engine)"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="alternating turns (--engine)")
+    parser.add_argument(
+        "--models", default=";".join(ENGINE_MODELS), help="--model values, ';'-separated (--engine)"
+    )
     args = parser.parse_args(argv)
+    if args.engine:
+        checkouts = {"this": Path(__file__).resolve().parent.parent}
+        if args.baseline is not None:
+            checkouts["baseline"] = args.baseline.resolve()
+        models = tuple(args.models.split(";"))
+        n = 2000 if args.quick else 10 * args.events
+        payload = engine_shares(n, 1 if args.quick else args.repeats, models, checkouts)
+        if not args.no_write:
+            write_engine(payload, machine(), args.out)
+        return 0
     n = 30 if args.quick else args.events
     if n < 10:
         parser.error(f"--events must be at least 10, got {n}")

@@ -2,23 +2,35 @@
 
 Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
 …`` in order of appearance; index ``0`` is an all-zero item that stands for a
-value never learned) and every pair feature a column ``c``. Then
+value never learned) and every pair feature a column ``c``. The counts live in
+one array ``counts`` of *child slots* × parents × classes: slot ``b < D`` is
+item ``b``, slot ``D + c`` is column ``c`` (``D``: the item capacity). With
+the views ``pair[a, b] = counts[b, a]`` and ``ctx[a, c] = counts[D + c, a]``:
 
 * ``pair[a, a, k] = N(y_k, x_i)`` (the diagonal) and ``vw[a] = N(x_i)`` (all classes),
 * ``fw[c] = N_i`` and ``s[c] = S_i`` (distinct values learned),
 * ``pair[a, b, k] = N(y_k, x_i, x_j)`` for items ``a = (i, x_i)``, ``b = (j, x_j)``,
-* ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``,
+* ``ctx[a, c, k] = N(y_k, x_i, j)`` for feature ``j`` in column ``c``.
 
-so one AODE prediction is two fancy-index gathers over the event's items, one
-vectorised log of the ratios and a log-sum-exp over parents, and learning one
-event is a few indexed adds (the diagonal ``pair[a, a]`` gets ``N(y, x_i)``
-from the same add). ``ctx[a, c(a)]`` (a feature with itself) is written too
-but never read: the parent is never its own child.
+An event with items ``ii`` (columns ``cc``) has the child slots
+``cs = (ii, D + cc)``, and learning it adds its weight to ``counts[cs, ii, k]``:
+one indexed add (the diagonal ``pair[a, a]`` gets ``N(y, x_i)`` from the same
+add; ``ctx[a, c(a)]``, a feature with itself, is written too but never read).
+
+AODE and SPODE without forgetting (α fixed in raw units) also keep the *log
+table*, an array of the same shape with ``log(N(y, x_a, x_b) + α)`` in item
+slots, ``−log(N(y, x_a, j) + α S_j)`` in column slots and ``0`` where a column
+is the parent's own feature. A learned event rewrites exactly the cells whose
+counts it changed (a new value rewrites its column's slot, whose ``S_j`` grew,
+and its own slot and parent cells). Then every super-parent's
+``Σ_{j ≠ i} log P̂(x_j | y, x_i)`` plus ``log(N(y, x_i) + α)`` is one gather
+of the event's ``2d`` slots and one sum (:meth:`DenseBlock.table_scores`).
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
-(capacities grow by doubling). A block that would exceed :data:`DENSE_MAX_BYTES`
-is not built: the store keeps (or goes back to) its sparse dictionaries, so
-ID-like features still work with memory bounded by ``max_values_per_feature``.
+(capacities grow by doubling), twice that with the log table. A block whose
+counts would exceed :data:`DENSE_MAX_BYTES` is not built: the store keeps (or
+goes back to) its sparse dictionaries, so ID-like features still work with
+memory bounded by ``max_values_per_feature``.
 """
 
 from __future__ import annotations
@@ -45,6 +57,9 @@ _MIN_FEATURES = 8
 
 Item = tuple[Hashable, Hashable]
 
+#: The arrays of one event's known items (see :meth:`DenseBlock.event`).
+Event = tuple[list[int], Indices, Indices, Indices, Indices, Indices, Indices]
+
 
 def _nbytes(d: int, f: int, k: int) -> int:
     return 8 * (k * (d * d + d * f + d) + d + 2 * f)
@@ -65,65 +80,96 @@ class DenseBlock:
     True
     >>> b.index, b.pair[1, 2].tolist(), b.ctx[1, b.feat["b"]].tolist()
     ({('a', 1): 1, ('b', 'x'): 2}, [1.0], [1.0])
+    >>> b.codes  # the items of string values, by feature
+    {'b': {'x': 2}}
     """
 
     __slots__ = (
+        "_event",
+        "_signs",
         "_vectors",
+        "aks",
+        "alpha",
+        "codes",
         "col_of",
+        "counts",
+        "counts_flat",
+        "counts_rows",
         "ctx",
-        "ctx_flat",
-        "ctx_rows",
         "feat",
         "fw",
+        "fy",
+        "fy_flat",
         "index",
+        "items",
         "n_classes",
+        "offsets",
         "pair",
-        "pair_flat",
-        "pair_rows",
         "s",
+        "slots",
+        "table",
+        "table_cells",
+        "table_flat",
         "vw",
+        "weights",
     )
 
     def __init__(self, n_classes: int) -> None:
         self.n_classes = n_classes
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
+        self.items: list[Item] = [("", "")]  # item by index (0: the placeholder)
+        # feature -> string value -> item: the items of events given as strings
+        self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
+        self._signs: dict[int, Floats] = {}
+        self.table: Floats | None = None
+        self.alpha = 0.0  # the α (raw units) of the log table
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
 
     def _alloc(self, d: int, f: int) -> None:
         k = self.n_classes
-        self.pair = np.zeros((d, d, k))
-        self.ctx = np.zeros((d, f, k))
-        self.vw = np.zeros(d)
-        self.fw = np.zeros(f)
+        self.counts = np.zeros((d + f, d, k))
+        # (parent, child) views: pair[a, b] = counts[b, a], ctx[a, c] = counts[d + c, a]
+        self.pair = self.counts[:d].transpose(1, 0, 2)
+        self.ctx = self.counts[d:].transpose(1, 0, 2)
+        self.counts_flat = self.counts.reshape(-1)
+        self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
+        self.weights = np.zeros(d + f)  # by slot: vw for items, fw for columns
+        self.vw = self.weights[:d]
+        self.fw = self.weights[d:]
         self.s = np.zeros(f)
+        self.fy = np.zeros((f, k))  # N(y, i) of column c: present[feature][class]
+        self.fy_flat = self.fy.reshape(-1)
         self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
-        # (items × items, K) and (items × columns, K) views for one-axis gathers
-        self.pair_rows = self.pair.reshape(d * d, k)
-        self.ctx_rows = self.ctx.reshape(d * f, k)
-        self.pair_flat = self.pair.reshape(-1)
-        self.ctx_flat = self.ctx.reshape(-1)
+        # the child slots of each item: (a, d + its column)
+        self.slots = np.zeros((2, d), dtype=np.intp)
+        self.slots[0] = np.arange(d)
+        self.slots[1] = d
+        self._event: Event | None = None
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
-        d0, f0 = self.pair.shape[0], self.ctx.shape[1]
+        d0, f0 = self.vw.shape[0], self.fw.shape[0]
         k0 = self.n_classes
         if n_items <= d0 and n_features <= f0 and n_classes == k0:
             return True
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.pair, self.ctx, self.vw, self.fw, self.s)
-        old_cols = self.col_of
+        old = (self.counts, self.vw, self.fw, self.s, self.col_of, self.fy)
         self.n_classes = n_classes
         self._alloc(d, f)
-        self.pair[:d0, :d0, :k0] = old[0]
-        self.ctx[:d0, :f0, :k0] = old[1]
-        self.vw[:d0] = old[2]
-        self.fw[:f0] = old[3]
-        self.s[:f0] = old[4]
-        self.col_of[:d0] = old_cols
+        self.counts[:d0, :d0, :k0] = old[0][:d0]
+        self.counts[d : d + f0, :d0, :k0] = old[0][d0:]
+        self.vw[:d0] = old[1]
+        self.fw[:f0] = old[2]
+        self.s[:f0] = old[3]
+        self.col_of[:d0] = old[4]
+        self.fy[:f0, :k0] = old[5]
+        self.slots[1] = d + self.col_of
+        if self.table is not None:
+            self.build_table(self.alpha)
         return True
 
     def add_class(self) -> bool:
@@ -132,8 +178,9 @@ class DenseBlock:
 
     def _indices(
         self, items: list[Item], pair_features: Mapping[Hashable, None]
-    ) -> tuple[Indices, Indices] | None:
-        """Item indices and columns (arrays) of the pair items, allocating new ones.
+    ) -> tuple[Indices, Indices, list[int]] | None:
+        """Item indices and columns (arrays) of the pair items, allocating new ones,
+        and the new items.
 
         ``None``: the block would be too large.
         """
@@ -142,7 +189,7 @@ class DenseBlock:
         known = [get(item, 0) for item in items]
         if 0 not in known:  # the usual case: every item is a known pair item
             ii = np.array(known, dtype=np.intp)
-            return ii, self.col_of[ii]
+            return ii, self.col_of[ii], []
         idx: list[int] = []
         cols: list[int] = []
         new: list[Item] = []
@@ -161,18 +208,25 @@ class DenseBlock:
                 a = -len(new)
             idx.append(a)
             cols.append(c)
+        fresh: list[int] = []
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
+            d = self.vw.shape[0]
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
                 a = index[item] = len(index) + 1
+                self.items.append(item)
                 c = self.col_of[a] = feat[item[0]]
+                self.slots[1, a] = d + c
                 self.s[c] += 1.0
+                if item[1].__class__ is str:
+                    self.codes.setdefault(item[0], {})[item[1]] = a
+                fresh.append(a)
             idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
             cols = [c if c >= 0 else feat[new_f[-c - 1]] for c in cols]
-        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp)
+        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp), fresh
 
     def learn(
         self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
@@ -181,18 +235,68 @@ class DenseBlock:
         found = self._indices(items, pair_features)
         if found is None:
             return False
-        ii, cc = found
+        ii, cc, fresh = found
         if not len(ii):
             return True
-        n_classes = self.n_classes
-        self.vw[ii] += w
-        self.fw[cc] += w
-        # every (a, b, k) incl. the diagonal N(y, x_a); then every (a, c(b), k)
-        at_k = ii * n_classes + k
-        self.pair_flat[(ii * (self.pair.shape[0] * n_classes))[:, None] + at_k] += w
-        rows = (ii * (self.ctx.shape[1] * n_classes))[:, None]
-        self.ctx_flat[rows + (cc * n_classes + k)] += w
+        cs = np.concatenate((ii, cc + self.vw.shape[0]))
+        cells_at = np.add.outer(cs * self.vw.shape[0], ii) * self.n_classes
+        self._add(cs, cells_at, cc * self.n_classes, k, w, fresh)
         return True
+
+    def learn_known(self, idx: list[int], k: int, w: float) -> None:
+        """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
+        cached = self.event(idx)
+        self._add(cached[2], cached[5], cached[6], k, w, None)
+
+    def event(self, idx: list[int]) -> Event:
+        """``(idx, items, slots, columns, rows, cells, column cells)`` of an event of known
+        items ``idx``.
+
+        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the
+        ``(slots × parents, K)`` view and ``cells[j, i] + k`` the flat position
+        of ``counts[slots[j], items[i], k]``; ``column cells + k`` those of ``fy[columns, k]``.
+        The last event's arrays are kept: a prediction then the learning of
+        the same event build them once.
+        """
+        cached = self._event
+        if cached is not None and cached[0] == idx:
+            return cached
+        d = self.vw.shape[0]
+        ii = np.array(idx, dtype=np.intp)
+        cs = self.slots.take(ii, axis=1).ravel()
+        rows = np.add.outer(cs * d, ii)
+        cc = cs[len(idx) :] - d
+        k = self.n_classes
+        cached = self._event = (idx, ii, cs, cc, rows, rows * k, cc * k)
+        return cached
+
+    def _add(
+        self,
+        cs: Indices,
+        cells_at: Indices,
+        columns_at: Indices,
+        k: int,
+        w: float,
+        fresh: list[int] | None,
+    ) -> None:
+        """Add weight ``w`` of class ``k`` to ``counts[cs[j], ii[i], k]`` (flat positions
+        ``cells_at + k``), the weights of the slots ``cs`` and ``fy`` (``columns_at + k``);
+        rewrite those cells of the log table (and every cell of the ``fresh`` items)."""
+        at = cells_at + k
+        flat = self.counts_flat
+        cells = flat[at]
+        cells += w
+        flat[at] = cells
+        self.weights[cs] += w
+        self.fy_flat[columns_at + k] += w
+        if self.table is None:
+            return
+        if fresh:
+            self._refresh(fresh)
+        cells += self.offsets.take(cs)[:, None]
+        np.log(cells, out=cells)
+        cells *= self._sign(len(cs) // 2)
+        self.table_flat[at] = cells
 
     def add_item(
         self,
@@ -206,11 +310,12 @@ class DenseBlock:
         found = self._indices([item, *items], pair_features)
         if found is None:
             return False
-        idx, cols = found
+        idx, cols, _fresh = found
         a, c = idx[0], cols[0]
         self.pair[a, a, k] += w
         self.vw[a] += w
         self.fw[c] += w
+        self.fy[c, k] += w
         if len(idx) >= 2:
             ii = idx[1:]
             cc = cols[1:]
@@ -218,17 +323,143 @@ class DenseBlock:
             self.pair[ii, a, k] += w
             self.ctx[a, cc, k] += w
             self.ctx[ii, c, k] += w
+        if self.table is not None:
+            self._refresh([int(a)])  # every cell above is in a's slots or parent cells
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor``."""
-        for arr in (self.pair, self.ctx, self.vw, self.fw):
+        """Multiply every count by ``factor`` (the log table, if any, is dropped)."""
+        for arr in (self.counts, self.weights, self.fy):
             arr *= factor
+        self.table = None
+
+    # ------------------------------------------------------------------ log table
+    def build_table(self, alpha: float) -> None:
+        """(Re)build the log table for ``α = alpha`` in raw units (see the module docstring)."""
+        d = self.vw.shape[0]
+        n = len(self.index)
+        self.alpha = alpha
+        self.offsets = np.full(self.counts.shape[0], alpha)
+        self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
+        self.aks = (alpha * self.n_classes) * self.s
+        table = self.counts + self.offsets[:, None, None]
+        np.log(table, out=table)
+        table[d:] *= -1.0
+        items = np.arange(1, n + 1)
+        table[d + self.col_of[items], items] = 0.0  # a parent's own column
+        self.table = table
+        self.table_flat = table.reshape(-1)
+        self.table_cells = table.reshape(-1, self.n_classes)
+
+    def _refresh(self, items: list[int]) -> None:
+        """Rewrite the table cells of new items: their slots, their columns' slots
+        (``S_j`` changed) and their parent cells."""
+        table = self.table
+        assert table is not None
+        counts, offsets, col_of = self.counts, self.offsets, self.col_of
+        d = self.vw.shape[0]
+        alpha = self.alpha
+        for a in items:
+            c = int(col_of[a])
+            offsets[d + c] = alpha * self.s[c]
+            self.aks[c] = (alpha * self.n_classes) * self.s[c]
+            table[a] = np.log(counts[a] + alpha)
+            row = table[d + c]
+            np.log(counts[d + c] + offsets[d + c], out=row)
+            row *= -1.0
+            row[col_of == c] = 0.0
+            table[:d, a] = np.log(counts[:d, a] + alpha)
+            table[d:, a] = -np.log(counts[d:, a] + offsets[d:, None])
+            table[d + c, a] = 0.0
+
+    def _sign(self, n: int) -> Floats:
+        """``(2n, n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
+        own column (cached)."""
+        sign = self._signs.get(n)
+        if sign is None:
+            sign = np.ones((2 * n, n))
+            sign[n:] = -1.0
+            sign[n + np.arange(n), np.arange(n)] = 0.0
+            self._signs[n] = sign
+        return sign
+
+    def predict_learn_uniform(self, items: Indices, ks: Indices, ws: Floats) -> Floats:
+        """Score then learn, in turn, ``B`` events of ``d`` known items each (batch kernel).
+
+        ``items[t]`` are event ``t``'s items, ``ks[t]`` its class index (``-1``:
+        predicted only) and ``ws[t]`` its weight. Returns ``SPODE_i(y)`` of
+        every item of every event as the parent, shape ``(B, d, K)``, each
+        from the counts of the events before it (:meth:`table_scores`, one
+        event at a time). Only the table cells are updated event by event;
+        ``N_i`` for the denominators, ``N(x_i)``, ``N_i`` and ``N(y, i)`` are
+        prefix sums over the batch, added in event order (the same sums as
+        one event at a time). Needs the log table.
+        """
+        b, d = items.shape
+        n_items = self.vw.shape[0]
+        n_classes = self.n_classes
+        slots = np.concatenate((items, self.col_of[items] + n_items), axis=1)  # (B, 2d)
+        columns = slots[:, d:] - n_items
+        rows = slots[:, :, None] * n_items + items[:, None, :]  # (B, 2d, d)
+        cells_at = rows * n_classes
+        offsets = self.offsets[slots][:, :, None]
+        learned = ks >= 0
+        events = np.flatnonzero(learned)
+        w_of = ws[events]
+        # weights before each event, and after the batch (row b): sequential sums
+        fw = np.zeros((b + 1, self.fw.shape[0]))
+        fw[0] = self.fw
+        fw[np.repeat(events + 1, d), columns[events].ravel()] = np.repeat(w_of, d)
+        np.cumsum(fw, axis=0, out=fw)
+        den = fw[np.arange(b)[:, None], columns]
+        den += (self.alpha * n_classes) * self.s[columns]
+        scores = np.empty((b, d, n_classes))
+        table_cells, counts, table = self.table_cells, self.counts_flat, self.table_flat
+        sign = self._sign(d)
+        for t in range(b):
+            np.add.reduce(table_cells.take(rows[t], axis=0), axis=0, out=scores[t])
+            k = ks[t]
+            if k >= 0:
+                at = cells_at[t] + k
+                cells = counts[at]
+                cells += ws[t]
+                counts[at] = cells
+                cells += offsets[t]
+                np.log(cells, out=cells)
+                cells *= sign
+                table[at] = cells
+        scores -= np.log(den)[:, :, None]
+        self.fw[:] = fw[b]
+        vw = np.zeros((len(events) + 1, n_items))
+        vw[0] = self.vw
+        vw[np.repeat(np.arange(1, len(events) + 1), d), items[events].ravel()] = np.repeat(w_of, d)
+        self.vw[:] = np.cumsum(vw, axis=0)[-1]
+        fy = np.zeros((len(events) + 1, self.fy_flat.shape[0]))
+        fy[0] = self.fy_flat
+        at_fy = (columns[events] * n_classes + ks[events][:, None]).ravel()
+        fy[np.repeat(np.arange(1, len(events) + 1), d), at_fy] = np.repeat(w_of, d)
+        self.fy_flat[:] = np.cumsum(fy, axis=0)[-1]
+        return scores
+
+    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats, Floats]:
+        """The parts of ``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent.
+
+        The event's slots summed over the log table give, for every parent
+        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``
+        (shape ``(d, K)``); less ``log(N_i + α K S_i)`` it is the score.
+        Returns the item indices (an array), those sums and ``N_i + α K S_i``.
+        """
+        _idx, ii, _cs, cc, rows, _cells, _columns = self.event(idx)
+        sums: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
+        den = self.fw.take(cc)
+        den += self.aks.take(cc)
+        return ii, sums, den
 
     # ------------------------------------------------------------------ conversion
     def load(
         self,
         counts: Mapping[Any, Any],
+        present: Mapping[Hashable, Mapping[Hashable, float]],
         classes: Mapping[Hashable, int],
         feature_weight: Mapping[Hashable, float],
         value_weight: Mapping[Hashable, Mapping[Hashable, float]],
@@ -244,11 +475,17 @@ class DenseBlock:
         for f in feats:
             c = feat[f] = len(feat)
             self.fw[c] = feature_weight[f]
+            for y, n in present[f].items():
+                self.fy[c, classes[y]] = n
             self.s[c] = len(counts[f])
             vw = value_weight[f]
             for v, by_class in counts[f].items():
                 a = index[(f, v)] = len(index) + 1
+                self.items.append((f, v))
                 self.col_of[a] = c
+                self.slots[1, a] = self.vw.shape[0] + c
+                if v.__class__ is str:
+                    self.codes.setdefault(f, {})[v] = a
                 self.vw[a] = vw[v]
                 for y, n in by_class.items():
                     self.pair[a, a, classes[y]] = n
@@ -303,9 +540,11 @@ class DenseBlock:
         """
         arr = np.array(at)
         pi = arr[:, 0].astype(np.intp)
-        num = self.pair_rows.take(pi * self.pair.shape[0] + arr[:, 1].astype(np.intp), axis=0)
+        d = self.vw.shape[0]
+        rows = self.counts_rows
+        num = rows.take(arr[:, 1].astype(np.intp) * d + pi, axis=0)
         num += a
-        den = self.ctx_rows.take(pi * self.ctx.shape[1] + arr[:, 2].astype(np.intp), axis=0)
+        den = rows.take((arr[:, 2].astype(np.intp) + d) * d + pi, axis=0)
         den += arr[:, 3:4]
         num /= den
         out: Floats = self.vectors(len(at))[1] @ np.log(num)
@@ -371,9 +610,11 @@ class DenseBlock:
             pi, pc = idx, cols
         else:
             pi, pc = idx[parents], cols[parents]
-        ratio = self.pair_rows.take(pi[:, None] * self.pair.shape[0] + idx, axis=0)
+        d = self.vw.shape[0]
+        rows = self.counts_rows
+        ratio = rows.take(idx * d + pi[:, None], axis=0)
         ratio += a
-        den = self.ctx_rows.take(pi[:, None] * self.ctx.shape[1] + cols, axis=0)
+        den = rows.take((cols + d) * d + pi[:, None], axis=0)
         den += (a * s[cols])[:, None]
         # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
         den[self.vectors(len(pi))[0], parents] = (self.fw[pc] + (a * self.n_classes) * s[pc])[

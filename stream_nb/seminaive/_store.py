@@ -32,13 +32,22 @@ under :data:`~stream_nb.seminaive._dense.DENSE_MAX_BYTES`; past that, or after
 a merge or state load that does not fit, the store converts to (or stays with)
 the dictionaries above. ``pairs`` is then a view built from the block on
 demand (states, merges and sizes are the same in both representations).
+
+Events learned by :meth:`PairStore.learn_known` (the AODE/SPODE path for
+events of known values) update ``N(y)`` and ``N`` at once and the block; the
+block holds every other single count of theirs too, added in the same order,
+so the dictionaries are filled from it when next read (or every
+:data:`MAX_DEFERRED` events), with the very values eager updates would give.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Hashable, Iterable, Mapping
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from stream_nb._exceptions import ModelStateError
 from stream_nb._state import (
@@ -59,11 +68,23 @@ from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._dense import DenseBlock
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 
-__all__ = ["OTHER", "Item", "PairStore", "canonical", "chi2_quantile", "log_product_ratio"]
+__all__ = [
+    "MAX_DEFERRED",
+    "OTHER",
+    "Item",
+    "PairStore",
+    "canonical",
+    "chi2_quantile",
+    "log_product_ratio",
+]
 
 _log = math.log
 
 Item = tuple[Hashable, Hashable]
+
+#: Events :meth:`PairStore.learn_known` defers at most: their single counts are
+#: copied into the dictionaries then (bounded memory without readers).
+MAX_DEFERRED = 4096
 
 #: The "missing value" marker of the store's categorical statistics: none. The
 #: store learns encoded items, in which ``None`` is the "other" bucket.
@@ -94,14 +115,15 @@ class PairStore:
     """
 
     __slots__ = (
+        "_categorical",
+        "_deferred",
+        "_feature_weight",
         "_sparse",
-        "categorical",
+        "_value_weight",
         "classes",
         "dense",
-        "feature_weight",
         "max_pair_features",
         "pair_features",
-        "value_weight",
         "want_dense",
     )
 
@@ -111,9 +133,11 @@ class PairStore:
         dense: bool = False,
         max_values_per_feature: int | None = None,
     ) -> None:
-        self.categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
-        self.feature_weight: dict[Hashable, float] = {}
-        self.value_weight: dict[Hashable, dict[Hashable, float]] = {}
+        self._categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
+        self._feature_weight: dict[Hashable, float] = {}
+        self._value_weight: dict[Hashable, dict[Hashable, float]] = {}
+        # events learned by learn_known whose single counts are only in the block yet
+        self._deferred: list[tuple[list[int], int]] = []
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
         self.want_dense = dense
         self.dense: DenseBlock | None = DenseBlock(0) if dense else None
@@ -121,6 +145,78 @@ class PairStore:
         # features with pair counts: the first ``max_pair_features`` learned (ordered set)
         self.max_pair_features = max_pair_features
         self.pair_features: dict[Hashable, None] = {}
+
+    # ------------------------------------------------------------------ single counts
+    @property
+    def categorical(self) -> CategoricalStatistics:
+        """``N(y)``, ``N``, ``N(y, i)`` and ``N(y, x_i)`` (see the module docstring)."""
+        if self._deferred:
+            self._flush()
+        return self._categorical
+
+    @property
+    def feature_weight(self) -> dict[Hashable, float]:
+        """``N_i`` by feature."""
+        if self._deferred:
+            self._flush()
+        return self._feature_weight
+
+    @feature_weight.setter
+    def feature_weight(self, value: dict[Hashable, float]) -> None:
+        self._feature_weight = value
+
+    @property
+    def value_weight(self) -> dict[Hashable, dict[Hashable, float]]:
+        """``N(x_i)`` by feature and value."""
+        if self._deferred:
+            self._flush()
+        return self._value_weight
+
+    @value_weight.setter
+    def value_weight(self, value: dict[Hashable, dict[Hashable, float]]) -> None:
+        self._value_weight = value
+
+    @property
+    def class_weight(self) -> dict[Hashable, float]:
+        """``N(y)`` by class, in learning order (always current: never deferred)."""
+        return self._categorical.class_weight
+
+    def _flush(self) -> None:
+        """Copy the single counts of the events :meth:`learn_known` deferred from the block.
+
+        The block adds every weight to ``N(y, x_i)`` (its diagonal), ``N(x_i)``,
+        ``N_i`` and ``N(y, i)`` in the order the dictionaries would have, so
+        the values copied are those eager updates would hold; a class new to a
+        feature or value is inserted where its first event would have put it.
+        """
+        deferred = self._deferred
+        self._deferred = []
+        block = self.dense
+        assert block is not None
+        n_classes = block.n_classes
+        lengths = np.fromiter((len(idx) for idx, _k in deferred), np.intp, len(deferred))
+        items = np.fromiter(chain.from_iterable(idx for idx, _k in deferred), np.intp)
+        ks = np.repeat(np.fromiter((k for _idx, k in deferred), np.intp, len(deferred)), lengths)
+        keys, first = np.unique(items * n_classes + ks, return_index=True)
+        keys = keys[np.argsort(first, kind="stable")]  # in order of first appearance
+        aa, kk = np.divmod(keys, n_classes)
+        cc = block.col_of[aa]
+        labels = list(self.classes)
+        named = block.items
+        categorical = self._categorical
+        present, counts = categorical.present, categorical.counts
+        diagonal = block.counts[aa, aa, kk].tolist()
+        by_feature = block.fy[cc, kk].tolist()
+        for a, k, n, n_f in zip(aa.tolist(), kk.tolist(), diagonal, by_feature, strict=True):
+            f, v = named[a]
+            y = labels[k]
+            present[f][y] = n_f
+            counts[f][v][y] = n
+        value_weight, feature_weight = self._value_weight, self._feature_weight
+        for a, n in zip(aa.tolist(), block.vw[aa].tolist(), strict=True):
+            f, v = named[a]
+            value_weight[f][v] = n
+            feature_weight[f] = float(block.fw[block.col_of[a]])
 
     @property
     def pairs(self) -> dict[Item, dict[Hashable, Node]]:
@@ -169,8 +265,10 @@ class PairStore:
         if not self.want_dense:
             return
         block = DenseBlock(len(self.classes))
+        categorical = self.categorical
         if block.load(
-            self.categorical.counts,
+            categorical.counts,
+            categorical.present,
             self.classes,
             self.feature_weight,
             self.value_weight,
@@ -198,6 +296,44 @@ class PairStore:
         _nodes.add_class(self._sparse)
 
     # ------------------------------------------------------------------ learning
+    def learn_known(self, idx: list[int], y: Hashable, k: int, w: float) -> None:
+        """:meth:`learn` an event whose every ``(feature, value)`` is a known item of the
+        dense block: their block indices ``idx``, the class ``y`` with index ``k``.
+
+        The same counts, without encoding or new entries: ``N(y)`` and ``N``
+        now, the other single counts when next read (:meth:`_flush`).
+        """
+        dense = self.dense
+        assert dense is not None
+        categorical = self._categorical
+        class_weight = categorical.class_weight
+        class_weight[y] = class_weight.get(y, 0.0) + w
+        categorical.total_weight += w
+        dense.learn_known(idx, k, w)
+        deferred = self._deferred
+        deferred.append((idx, k))
+        if len(deferred) >= MAX_DEFERRED:
+            self._flush()
+
+    def learned_known(
+        self, rows: list[list[int]], ys: Sequence[Hashable | None], ws: Sequence[float]
+    ) -> None:
+        """Count events the dense block has learned already (as :meth:`learn_known` would,
+        less the block): ``rows[i]`` items, label ``ys[i]`` (``None``: not learned)."""
+        categorical = self._categorical
+        class_weight = categorical.class_weight
+        total = categorical.total_weight
+        deferred = self._deferred
+        classes = self.classes
+        for idx, y, w in zip(rows, ys, ws, strict=True):
+            if y is not None:
+                class_weight[y] = class_weight.get(y, 0.0) + w
+                total += w
+                deferred.append((idx, classes[y]))
+        categorical.total_weight = total
+        if len(deferred) >= MAX_DEFERRED:
+            self._flush()
+
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.
 

@@ -10,18 +10,33 @@ A SPODE with super-parent ``p`` scores
 whose value has ``N(x_p) ≥ min_parent_count``; with none, the model falls back
 to the Naive Bayes of the single counts. Features past ``max_pair_features``
 add their Naive Bayes term to every SPODE.
+
+Three paths compute these same formulas:
+
+* **known events** (every value ``None`` or a string the dense block holds,
+  no forgetting): scored from the block's log table and learned with
+  :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
+* **batches of known events**: the batch kernel
+  (:meth:`_SuperParent.predict_learn_columns`, :meth:`_SuperParent.predict_learn_many`),
+  prequential like one event at a time;
+* **everything else** (new values, numbers to discretise, forgetting, sparse
+  counts): encoding, then the dense or sparse scores below.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
+from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb.base import Capabilities
+from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
-from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._known import known_items, normalise, rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._store import Item
 
 __all__ = ["_SuperParent"]
@@ -41,15 +56,30 @@ Child = tuple[Hashable, Hashable, float, float]
 class _SuperParent(_SemiNaive):
     """Base of SPODE and AODE: the averaged one-dependence score (see the module docstring)."""
 
+    capabilities = Capabilities(informative_features=True, column_kernel=True)
+
     def _super_parent(self) -> Hashable | None:
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
         return None
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         store = self._store
-        class_weight = store.categorical.class_weight
+        class_weight = store.class_weight
         if not class_weight:
             return {}
+        block = store.dense
+        if block is not None and self._gamma is None:
+            idx = known_items(block.codes, x)
+            if idx:
+                parent = self._super_parent()
+                at = None
+                if parent is not None:
+                    value = cast(Mapping[Any, Any], x).get(parent)
+                    at = None if value is None else block.codes[parent].get(value)
+                table = self._table_scores(block, idx, parent, at)
+                if table is not None:
+                    return dict(zip(class_weight, table, strict=True))
+        class_weight = store.categorical.class_weight
         items = self._encode(x, False)
         a = self.alpha / self._scale
         classes = list(class_weight)
@@ -67,6 +97,250 @@ class _SuperParent(_SemiNaive):
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
+
+    def _table_scores(
+        self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
+    ) -> list[float] | None:
+        """The scores of an event whose items are all known (``idx``) from the log table;
+        ``None`` when no parent qualifies (the general path then falls back).
+
+        ``parent`` is :meth:`_super_parent`; with one, ``at`` is the event's item
+        of that feature (``None``: absent or missing).
+        """
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        if parent is not None and at is None:
+            return None
+        ii, sums, den = block.table_scores(idx)
+        threshold = self._raw_threshold()
+        if at is not None:
+            position = idx.index(at)
+            if block.vw[ii[position]] < threshold:
+                return None
+            out: list[float] = (sums[position] - _log(den[position])).tolist()
+            return out
+        total = _total(block, ii, sums, den, threshold)
+        if total is None:
+            return None
+        if total.min() > 0.0:
+            out = np.log(total).tolist()
+            return out
+        sums -= np.log(den)[:, None]  # Σ exp underflows: shifted by the max
+        return _sum_dense(sums, block)
+
+    def _table_total(self, x: Mapping[str, Any]) -> tuple[list[Hashable], Floats] | None:
+        """AODE's ``Σ_i exp(SPODE_i(y))`` by class for a known event, from the log table;
+        ``None`` for anything else (SPODE, forgetting, an unknown value, no parent, a
+        class whose sum underflows)."""
+        store = self._store
+        block = store.dense
+        if block is None or self._gamma is not None or not store.class_weight:
+            return None
+        if self._super_parent() is not None:
+            return None
+        idx = known_items(block.codes, x)
+        if not idx:
+            return None
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)
+        total = _total(block, *block.table_scores(idx), self._raw_threshold())
+        if total is None or not total.min() > 0.0:
+            return None
+        return list(store.class_weight), total
+
+    def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """:meth:`Learner.predict_log_proba_one`; a known event straight from the log table."""
+        if x.__class__ is dict:
+            found = self._table_total(x)
+            if found is not None:
+                labels, total = found
+                total /= total.sum()
+                return dict(zip(labels, np.log(total).tolist(), strict=True))
+        return super().predict_log_proba_one(x)
+
+    def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """:meth:`Learner.predict_proba_one`; a known event straight from the log table."""
+        if x.__class__ is dict:
+            found = self._table_total(x)
+            if found is not None:
+                labels, total = found
+                total /= total.sum()
+                return dict(zip(labels, total.tolist(), strict=True))
+        return super().predict_proba_one(x)
+
+    # ------------------------------------------------------------------ batch kernel
+    def _batch_ready(self) -> bool:
+        """Whether the batch kernel may take a batch: the class declares it
+        (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
+        raw units) and :meth:`_parent_fixed`."""
+        return (
+            type(self).capabilities.column_kernel
+            and self._store.dense is not None
+            and self._gamma is None
+            and self._parent_fixed()
+        )
+
+    def _parent_fixed(self) -> bool:
+        """Hook: whether :meth:`_super_parent` stays the same through a batch."""
+        return True
+
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
+        known (see :meth:`_predict_learn_known`), else one event at a time."""
+        block = self._store.dense
+        if block is not None and self._batch_ready():
+            batch = rows_from_dicts(block.codes, xs, self._super_parent())
+            out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
+            if out is not None:
+                labels, log_proba, best = out
+                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
+                return (
+                    [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()],
+                    [labels[k] for k in best.tolist()],
+                    {},
+                )
+        return super().predict_learn_many(xs, ys, ws)
+
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_columns` through the batch kernel when every event
+        is known (see :meth:`_predict_learn_known`); ``None`` otherwise.
+
+        Examples
+        --------
+        >>> from stream_nb import AODE
+        >>> model = AODE()
+        >>> for i in range(6):
+        ...     model.learn_one({"a": "u" if i % 2 else "v", "b": "p"}, i % 2)
+        >>> labels, log_proba, best = model.predict_learn_columns(
+        ...     ("a", "b"), [["u", "v", "u"], ["p", "p", None]], [1, 0, None]
+        ... )
+        >>> labels, log_proba.shape, [labels[k] for k in best], model.n_learned
+        ([0, 1], (3, 2), [1, 0, 1], 8)
+        """
+        block = self._store.dense
+        if block is None or self._delta is not None or not self._batch_ready():
+            return None
+        batch = rows_from_columns(block.codes, names, columns, self._super_parent())
+        if batch is None:
+            return None
+        return self._predict_learn_known(*batch, ys, [1.0] * len(ys) if ws is None else ws)
+
+    def _predict_learn_known(
+        self,
+        rows: list[list[int]],
+        parent_items: list[int | None],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[Hashable], Floats, Any] | None:
+        """The batch kernel: predict then learn each known event in turn, as
+        :meth:`predict_log_proba_one` then :meth:`learn_one` would.
+
+        ``rows[i]`` are event ``i``'s items in the dense block,
+        ``parent_items[i]`` its item of the super-parent feature (SPODE). Each
+        event is scored from the log table (or the Naive Bayes fallback) and
+        learned with :meth:`PairStore.learn_known`; the scores are normalised
+        at the end, all rows at once. ``None`` (nothing changed) unless the
+        model has learned something and every label is ``None`` or a known
+        class with a valid weight.
+        """
+        store = self._store
+        block = store.dense
+        classes = store.classes
+        if block is None or not store.class_weight:
+            return None
+        try:
+            if not all(y is None or y in classes for y in ys):
+                return None
+            for w in ws:
+                if w != 1.0:
+                    check_weight(w)
+        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
+            return None
+        labels = list(store.class_weight)
+        parent = self._super_parent()
+        jll_uniform = self._uniform_batch(block, rows, parent_items, ys, ws)
+        if jll_uniform is not None:
+            log_proba, best = normalise(jll_uniform)
+            return labels, log_proba, best
+        scores = self._table_scores
+        learn = store.learn_known
+        jll = []
+        learned = 0
+        for idx, at, y, w in zip(rows, parent_items, ys, ws, strict=True):
+            row = scores(block, idx, parent, at)
+            if row is None:
+                fallback = self._fallback([block.items[a] for a in idx])
+                row = [fallback[c] for c in labels]
+            jll.append(row)
+            if y is not None:
+                learn(idx, y, classes[y], w)
+                learned += 1
+        self.n_learned += learned
+        log_proba, best = normalise(np.array(jll))
+        return labels, log_proba, best
+
+    def _uniform_batch(
+        self,
+        block: DenseBlock,
+        rows: list[list[int]],
+        parent_items: list[int | None],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> Floats | None:
+        """The batch's scores with every event's items in one array
+        (:meth:`DenseBlock.predict_learn_uniform`), when every event has as many items,
+        every item qualifies as a parent already and (SPODE) every event has the
+        parent; ``None`` (nothing changed) otherwise."""
+        d = len(rows[0])
+        if any(len(idx) != d for idx in rows):
+            return None
+        items = np.array(rows, dtype=np.intp)
+        if block.vw[items].min() < self._raw_threshold():  # (weights only grow in a batch)
+            return None
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)
+        at = None
+        if self._super_parent() is not None:
+            if None in parent_items:
+                return None
+            at = np.argmax(items == np.array(parent_items, dtype=np.intp)[:, None], axis=1)
+        store = self._store
+        classes = store.classes
+        ks = np.array([-1 if y is None else classes[y] for y in ys], dtype=np.intp)
+        scores = block.predict_learn_uniform(items, ks, np.array(ws, dtype=np.float64))
+        store.learned_known(rows, ys, ws)
+        self.n_learned += int((ks >= 0).sum())
+        if at is not None:
+            out: Floats = scores[np.arange(len(rows)), at]
+            return out
+        top = scores.max(axis=1)
+        scores -= top[:, None, :]
+        np.exp(scores, out=scores)
+        jll: Floats = top + np.log(np.add.reduce(scores, axis=1))
+        return jll
+
+    def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        store = self._store
+        block = store.dense
+        if block is not None:
+            k = store.classes.get(y)
+            if k is not None:
+                idx = known_items(block.codes, x)
+                if idx:  # every value a known string of a pair feature: nothing to encode
+                    store.learn_known(idx, y, k, w)
+                    return
+        super()._learn(x, y, w)
 
     def _parents(self, items: list[Item], feature: Hashable | None) -> list[Item]:
         """The event's items that qualify as super-parents (of ``feature`` only, if given)."""
@@ -231,6 +505,22 @@ class _SuperParent(_SemiNaive):
         if f >= 1.0:
             return len(children)
         return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
+
+
+def _total(
+    block: DenseBlock, items: Indices, sums: Floats, den: Floats, threshold: float
+) -> Floats | None:
+    """``Σ_i exp(SPODE_i(y))`` over the items qualifying as parents (weight at least
+    ``threshold``) from :meth:`DenseBlock.table_scores`: ``Σ_i exp(sums_i) / den_i``, one
+    matrix-vector product; ``None`` when no item qualifies."""
+    weights = block.vw.take(items)
+    if weights.min() < threshold:
+        keep = weights >= threshold
+        if not keep.any():
+            return None
+        sums, den = sums[keep], den[keep]
+    total: Floats = np.reciprocal(den) @ np.exp(sums)
+    return total
 
 
 def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:

@@ -75,7 +75,7 @@ class SPODE(_SuperParent):
     'play'
     """
 
-    capabilities = Capabilities(informative_features=True, structure=True)
+    capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
 
     def structure(self) -> dict[str, Any] | None:
         """Every feature's parent is the super-parent (:meth:`Learner.structure`).
@@ -113,6 +113,10 @@ class SPODE(_SuperParent):
 
     def _params(self) -> dict[str, Any]:
         return {"parent": self.parent, **super()._params()}
+
+    def _parent_fixed(self) -> bool:
+        # the best parent (parent=None) may change with every event learned
+        return self.parent is not None
 
     def _super_parent(self) -> Hashable | None:
         # None (nothing learned yet, so no feature qualifies) reads as "every feature"

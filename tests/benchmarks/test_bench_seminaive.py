@@ -24,3 +24,16 @@ def test_bench_seminaive_writes_results(tmp_path: Path) -> None:
         assert row["stored_counts"] > 0 and row["tracemalloc_peak_bytes"] > 0
     table = (tmp_path / "seminaive.md").read_text()
     assert "| led24 | 24 |" in table and "spode_scores" in table  # the AODE profile
+
+
+def test_bench_seminaive_engine_writes_results(tmp_path: Path) -> None:
+    assert main(["--engine", "--quick", "--models", "AODE;TAN", f"--out={tmp_path}"]) == 0
+    payload = json.loads((tmp_path / "seminaive_engine.json").read_text())
+    assert [(r["model"], r["checkout"]) for r in payload["rows"]] == [
+        ("AODE", "this"),
+        ("TAN", "this"),
+    ]
+    for row in payload["rows"]:
+        assert row["events_per_cpu_s"] > 0 and row["share_best"] > 0
+        assert len(row["cpu_seconds"]) == len(row["ceiling_cpu_seconds"]) == 1
+    assert "| AODE | this |" in (tmp_path / "seminaive_engine.md").read_text()

@@ -1,0 +1,220 @@
+"""The batch kernel of AODE and SPODE against one event at a time and through the engine.
+
+The kernel (``predict_learn_columns``, and ``predict_learn_many``) must give each
+event the prediction ``predict_log_proba_one`` gives it after the events
+before it (to 1e-12), leave the very same model (states equal as JSON text),
+and decline, changing nothing, every batch it cannot take. Through the engine
+its column path and its general path write the same records byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import orjson
+import pytest
+
+from stream_nb import AODE, SPODE, Engine, Learner, PrequentialEvaluator
+from stream_nb.connectors.memory import ListSource, MemorySink
+
+TOLERANCE = 1e-12
+
+FACTORIES: dict[str, Callable[..., Learner]] = {
+    "AODE": AODE,
+    "AODE-min2": lambda **kw: AODE(min_parent_count=2.0, **kw),
+    "SPODE": lambda **kw: SPODE("f0", **kw),
+}
+
+Event = tuple[dict[str, Any], Hashable | None, float]
+
+
+def events(seed: int, n: int, *, none: float = 0.0, unlabelled: float = 0.0) -> list[Event]:
+    """String features; a value and a class that appear late; None values; weights."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for t in range(n):
+        y: Hashable | None = rng.choice(["a", "b"] if t < n // 3 else ["a", "b", 3])
+        base = rng.randrange(3)
+        x: dict[str, Any] = {
+            "f0": f"v{(base + (y == 'a')) % 3}",
+            "f1": f"u{rng.randrange(2 + (t > n // 2))}",
+            "f2": rng.choice(["p", "q"]) if y != 3 else "q",
+            "f3": f"w{(base + rng.randrange(2)) % 3}",
+        }
+        if rng.random() < none:
+            x[rng.choice(["f1", "f2", "f3"])] = None
+        if rng.random() < unlabelled:
+            y = None
+        out.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
+    return out
+
+
+def as_columns(batch: list[Event]) -> tuple[tuple[str, ...], list[list[Any]]]:
+    names = tuple(batch[0][0])
+    return names, [[x[name] for x, _y, _w in batch] for name in names]
+
+
+def state(model: Learner) -> str:
+    return json.dumps(model.to_state())
+
+
+@pytest.mark.parametrize(("none", "unlabelled"), [(0.0, 0.0), (0.3, 0.0), (0.1, 0.2)])
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_kernel_equals_one_event_at_a_time(name: str, none: float, unlabelled: float) -> None:
+    stream = events(1, 1200, none=none, unlabelled=unlabelled)
+    model, ref = FACTORIES[name](), FACTORIES[name]()
+    taken = 0
+    for start in range(0, len(stream), 100):
+        batch = stream[start : start + 100]
+        before = state(model)
+        out = model.predict_learn_columns(
+            *as_columns(batch), [y for _x, y, _w in batch], [w for _x, _y, w in batch]
+        )
+        if out is None:
+            assert state(model) == before  # declined: nothing changed
+            for x, y, w in batch:
+                model.predict_log_proba_one(x)
+                if y is not None:
+                    model.learn_one(x, y, w)
+        else:
+            taken += 1
+            labels, log_proba, best = out
+            assert log_proba.shape == (len(batch), len(labels))
+        for i, (x, y, w) in enumerate(batch):
+            expected = ref.predict_log_proba_one(x)
+            if out is not None:
+                assert list(expected) == labels
+                for j, c in enumerate(labels):
+                    assert abs(log_proba[i, j] - expected[c]) <= TOLERANCE * max(
+                        1.0, abs(expected[c])
+                    ), (start + i, c)
+                top = max(expected.values())
+                assert expected[labels[best[i]]] >= top - TOLERANCE
+            if y is not None:
+                ref.learn_one(x, y, w)
+        assert state(model) == state(ref)
+        assert model.n_learned == ref.n_learned
+    assert taken >= 6
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_predict_learn_many_equals_one_event_at_a_time(name: str) -> None:
+    stream = events(2, 600, none=0.1, unlabelled=0.1)
+    model, ref = FACTORIES[name](), FACTORIES[name]()
+    for start in range(0, len(stream), 150):
+        batch = stream[start : start + 150]
+        lps, preds, errors = model.predict_learn_many(
+            [x for x, _y, _w in batch], [y for _x, y, _w in batch], [w for _x, _y, w in batch]
+        )
+        assert errors == {}
+        for (x, y, w), lp, pred in zip(batch, lps, preds, strict=True):
+            expected = ref.predict_log_proba_one(x)
+            assert lp is not None and list(lp) == list(expected)
+            for c in expected:
+                assert abs(lp[c] - expected[c]) <= TOLERANCE * max(1.0, abs(expected[c]))
+            if expected:
+                assert expected[pred] >= max(expected.values()) - TOLERANCE
+            else:  # nothing learned yet
+                assert pred is None
+            if y is not None:
+                ref.learn_one(x, y, w)
+        assert state(model) == state(ref)
+
+
+def _learned(name: str) -> Learner:
+    model = FACTORIES[name]()
+    for x, y, w in events(3, 300):
+        model.learn_one(x, y, w)
+    return model
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["new value", "new class", "new feature", "bad weight", "unhashable", "empty event"],
+)
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_batches_the_kernel_cannot_take_change_nothing(name: str, change: str) -> None:
+    model = _learned(name)
+    batch = events(4, 50)
+    names, columns = as_columns(batch)
+    ys: list[Hashable | None] = [y for _x, y, _w in batch]
+    ws = [1.0] * len(batch)
+    if change == "new value":
+        columns[1][30] = "never-seen"
+    elif change == "new class":
+        ys[20] = "zz"
+    elif change == "new feature":
+        names, columns = (*names, "extra"), [*columns, ["e"] * len(batch)]
+    elif change == "bad weight":
+        ws[10] = -1.0
+    elif change == "unhashable":
+        columns[2][5] = ["a", "list"]
+    else:
+        columns = [[None if i == 7 else v for i, v in enumerate(c)] for c in columns]
+    before = state(model)
+    assert model.predict_learn_columns(names, columns, ys, ws) is None
+    assert state(model) == before
+
+
+def test_no_kernel_with_forgetting_a_best_parent_or_a_tracked_delta() -> None:
+    batch = events(5, 40)
+    names, columns = as_columns(batch)
+    ys = [y for _x, y, _w in batch]
+    forgetting = AODE(half_life=100.0)
+    best_parent = SPODE()
+    tracked = AODE()
+    for model in (forgetting, best_parent, tracked):
+        for x, y, w in events(3, 200):
+            model.learn_one(x, y, w)
+    tracked.track_delta()
+    for model in (forgetting, best_parent, tracked):
+        before = state(model)
+        assert model.predict_learn_columns(names, columns, ys) is None
+        assert state(model) == before
+
+
+def _run(lines: list[bytes], make: Callable[[], Learner], columns: bool) -> tuple[Any, ...]:
+    class Counting(type(make())):  # type: ignore[misc]
+        taken = 0
+
+        def predict_learn_columns(self, *args: Any) -> Any:
+            out = super().predict_learn_columns(*args)
+            self.taken += out is not None
+            return out
+
+    learner = Counting(**make().get_params())
+    sink = MemorySink()
+    evaluator = PrequentialEvaluator(window=50)
+    engine = Engine(
+        learner,
+        ListSource(lines),
+        sink,
+        dead_letters=MemorySink(),
+        evaluator=evaluator,
+        batch_size=100,
+        column_path=columns,
+    )
+    summary = engine.run()
+    return sink.values(), learner.to_state(), evaluator.report(), summary.outcomes, learner.taken
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_engine_column_path_equals_general_path(name: str) -> None:
+    lines = []
+    for i, (x, y, w) in enumerate(events(6, 3000, none=0.15, unlabelled=0.05)):
+        event: dict[str, Any] = {"id": f"e{i}", **x, "w": w}
+        if y is not None:
+            event["y"] = y
+        if i % 701 == 0:
+            del event["f3"]  # another key set: that batch takes the general path
+        lines.append(orjson.dumps(event))
+    fast = _run(lines, FACTORIES[name], columns=True)
+    slow = _run(lines, FACTORIES[name], columns=False)
+    assert fast[0] == slow[0]  # every prediction record, byte for byte
+    assert fast[1] == slow[1]  # the model
+    assert fast[2] == slow[2]  # the evaluation
+    assert fast[3] == slow[3]
+    assert slow[4] == 0 and fast[4] >= 10, fast[4]

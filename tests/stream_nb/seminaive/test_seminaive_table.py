@@ -1,0 +1,177 @@
+"""The log table and the known-event path of AODE and SPODE against sparse dictionaries.
+
+Events whose values are all known strings are scored from the dense block's
+log table and learned without encoding, their dictionary single counts
+deferred until read. A model forced to stay sparse is the reference: every
+prediction agrees to 1e-12, and the state (class order within every count
+included) is identical whether or not it was read in between. The table
+itself, kept up to date cell by cell, equals one rebuilt from the counts bit
+for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stream_nb import AODE, SPODE, Learner
+from stream_nb.seminaive import _store
+
+TOLERANCE = 1e-12
+
+FACTORIES: dict[str, Callable[..., Learner]] = {
+    "AODE": AODE,
+    "AODE-min3": lambda **kw: AODE(min_parent_count=3.0, **kw),
+    "SPODE": lambda **kw: SPODE("f0", **kw),
+}
+
+Event = tuple[dict[str, Any], Hashable, float]
+
+
+def string_events(seed: int, n: int) -> list[Event]:
+    """String values; a late value, a late feature, a late class, absent and None values."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for t in range(n):
+        y = rng.choice(["a", "b"] if t < n // 3 else ["a", "b", "c"])
+        x: dict[str, Any] = {}
+        base = rng.randrange(3)
+        x["f0"] = f"v{(base + (y == 'a')) % 3}"
+        x["f1"] = x["f0"] if rng.random() < 0.7 else f"v{rng.randrange(3 + (t > n // 2))}"
+        x["f2"] = rng.choice(["p", "q"])
+        x["f3"] = f"w{rng.randrange(2 + (y == 'b'))}"
+        if t > n // 4:
+            x["late"] = rng.choice(["l0", "l1"])
+        if rng.random() < 0.1:
+            del x[rng.choice(list(x))]
+        if rng.random() < 0.05:
+            x[rng.choice(list(x))] = None
+        out.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
+    return out
+
+
+def sparse(model: Learner) -> Learner:
+    model._store.keep_sparse()  # type: ignore[attr-defined]
+    return model
+
+
+def state_json(model: Learner) -> Any:
+    """The state with its pair list as a dict (the two representations order it differently)."""
+    state = json.loads(json.dumps(model.to_state()))
+    store = state["stats"]["store"]
+    store["pairs"] = {
+        json.dumps([i, vi]): {json.dumps(j): [c, sorted(map(json.dumps, v))] for j, c, v in sub}
+        for i, vi, sub in store["pairs"]
+    }
+    return state
+
+
+def assert_close(a: dict[Hashable, float], b: dict[Hashable, float]) -> None:
+    assert list(a) == list(b)
+    for c in b:
+        assert abs(a[c] - b[c]) <= TOLERANCE * max(1.0, abs(b[c])), (c, a, b)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_table_path_equals_sparse_on_every_step(name: str) -> None:
+    model = FACTORIES[name]()
+    ref = sparse(FACTORIES[name]())
+    rng = random.Random(1)
+    for x, y, w in string_events(seed=2, n=300):
+        probe = {**x, rng.choice(list(x)): "never-seen"} if x else x
+        for event in (x, probe):
+            assert_close(model.predict_log_proba_one(event), ref.predict_log_proba_one(event))
+        model.learn_one(x, y, w)
+        ref.learn_one(x, y, w)
+    block = model._store.dense  # type: ignore[attr-defined]
+    assert block is not None and block.table is not None
+    assert state_json(model) == state_json(ref)
+    assert model.model_size() == ref.model_size()
+
+
+def test_known_events_take_the_table_path() -> None:
+    """After warm-up nearly every event (None values included) is learned as known items."""
+    model = AODE()
+    events = [e for e in string_events(seed=3, n=200) if "never-seen" not in e[0].values()]
+    for x, y, w in events:
+        model.predict_log_proba_one(x)
+        model.learn_one(x, y, w)
+    store = model._store  # type: ignore[attr-defined]
+    assert len(store._deferred) > 80  # learned by learn_known since the last new value
+    assert store.categorical.total_weight == sum(w for _x, _y, w in events)
+    assert not store._deferred
+
+
+@pytest.mark.parametrize("read_every", [1, 7, 50])
+def test_reading_between_events_changes_nothing(read_every: int) -> None:
+    """Single counts copied from the block in between equal those copied once at the end."""
+    events = string_events(seed=4, n=240)
+    read, unread = AODE(), AODE()
+    for t, (x, y, w) in enumerate(events):
+        read.learn_one(x, y, w)
+        unread.learn_one(x, y, w)
+        if t % read_every == 0:
+            read.to_state()
+    assert json.dumps(read.to_state()) == json.dumps(unread.to_state())
+
+
+def test_deferred_counts_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_DEFERRED events the single counts are copied in: the same state."""
+    monkeypatch.setattr(_store, "MAX_DEFERRED", 5)
+    events = string_events(seed=7, n=240)
+    bounded, ref = AODE(), sparse(AODE())
+    for x, y, w in events:
+        bounded.learn_one(x, y, w)
+        ref.learn_one(x, y, w)
+        assert len(bounded._store._deferred) < 5  # type: ignore[attr-defined]
+    assert state_json(bounded) == state_json(ref)
+
+
+def test_probabilities_from_the_table_agree_with_the_scores() -> None:
+    """predict_proba_one and predict_log_proba_one of a known event, from the total
+    directly, equal the normalised joint log-likelihood."""
+    model = AODE()
+    for x, y, w in string_events(seed=8, n=200):
+        model.learn_one(x, y, w)
+    x = string_events(seed=9, n=1)[0][0]
+    x = {f: v for f, v in x.items() if v is not None}
+    jll = model.joint_log_likelihood_one(x)
+    top = max(jll.values())
+    total = sum(math.exp(v - top) for v in jll.values())
+    proba, log_proba = model.predict_proba_one(x), model.predict_log_proba_one(x)
+    for c, v in jll.items():
+        assert abs(log_proba[c] - (v - top - math.log(total))) <= TOLERANCE
+        assert abs(proba[c] - math.exp(v - top) / total) <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_table_kept_cell_by_cell_equals_a_rebuilt_one(name: str) -> None:
+    model = FACTORIES[name]()
+    for x, y, w in string_events(seed=5, n=250):
+        model.predict_log_proba_one(x)
+        model.learn_one(x, y, w)
+    block = model._store.dense  # type: ignore[attr-defined]
+    kept = block.table.copy()
+    block.build_table(block.alpha)
+    n = len(block.index)
+    d = block.vw.shape[0]
+    used = [*range(n + 1), *range(d, d + len(block.feat))]  # slots of items and columns
+    np.testing.assert_array_equal(kept[used][:, 1 : n + 1], block.table[used][:, 1 : n + 1])
+
+
+def test_forgetting_keeps_the_general_path() -> None:
+    """With half_life the raw α changes every event: no table, same answers."""
+    model = AODE(half_life=50.0)
+    ref = sparse(AODE(half_life=50.0))
+    for x, y, w in string_events(seed=6, n=200):
+        assert_close(model.predict_log_proba_one(x), ref.predict_log_proba_one(x))
+        model.learn_one(x, y, w)
+        ref.learn_one(x, y, w)
+    assert model._store.dense.table is None  # type: ignore[attr-defined]
+    assert state_json(model) == state_json(ref)
