@@ -489,7 +489,8 @@ class Learner(abc.ABC):
         """Record every event learned from now on into ``delta`` (default: a fresh
         :meth:`clone` that bins like this model) that already learned ``weight``.
 
-        While a delta is tracked, :attr:`columns_supported` is ``False``.
+        While a delta is tracked, :attr:`columns_supported` is ``False`` unless the
+        class's batch kernels record into it (``capabilities.kernel_records_delta``).
 
         Examples
         --------
@@ -593,6 +594,19 @@ class Learner(abc.ABC):
             if y is not None and i not in errors:
                 learn(x, y, w)
                 self._delta_weight += w
+
+    def _delta_recorded(self, n_events: int, weights: Iterable[float]) -> None:
+        """A batch kernel added what ``n_events`` learned events of ``weights`` (in order)
+        taught the model to the tracked :attr:`delta` itself: count them as
+        :meth:`learn_one` counts each event it records."""
+        delta = self._delta
+        if delta is None:
+            return
+        delta.n_learned += n_events
+        total = self._delta_weight
+        for w in weights:
+            total += w
+        self._delta_weight = total
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:

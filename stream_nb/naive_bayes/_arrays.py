@@ -15,17 +15,29 @@ from typing import NamedTuple
 
 import numpy as np
 
+from stream_nb._softmax import ABSORB
 from stream_nb.limits import MAX_WEIGHT, MIN_WEIGHT
 
 __all__ = [
+    "MIN_BATCH",
     "BatchClasses",
     "Learned",
     "exclusive_cumsum",
+    "first_rows",
     "grouped_exclusive_cumsum",
+    "per_event_answers",
+    "posteriors",
     "row_max_argmax",
     "row_sum",
     "sum_of_logs",
 ]
+
+#: Below this many events the per-event loop is cheaper than numpy's fixed
+#: cost per array operation (a few dozen per batch); see docs/benchmarks.md.
+MIN_BATCH = 64
+
+#: ``(log_probas, predictions, errors)``, as :meth:`~stream_nb.base.Learner.predict_learn_many`
+Answers = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 
 
 class Learned(NamedTuple):
@@ -107,11 +119,20 @@ class BatchClasses:
         unit = ws is None
         w = np.ones(b)
         if ws is not None:
-            w = np.asarray(ws, dtype=np.float64)
-            if len(w) != b or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
+            try:
+                w = np.asarray(ws, dtype=np.float64)
+            except (TypeError, ValueError):
+                return None  # not numbers: the per-event path names the weight
+            if w.shape != (b,) or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
                 return None  # the per-event path raises the right error
             unit = bool((w == 1.0).all())
         return cls(labels, w, unit, k_arr)
+
+    def first_order(self) -> list[int]:
+        """The classes that learn in this batch (their ``k``), in the order of their first
+        labelled event (the order in which learning event by event meets them)."""
+        ks, first = np.unique(self.k, return_index=True)
+        return ks.take(np.argsort(first, kind="stable")).tolist()  # type: ignore[no-any-return]
 
     def learned(self, ys: Sequence[Hashable | None], wk: np.ndarray | None = None) -> Learned:
         """What the batch with labels ``ys`` adds; ``wk`` is ``onehot.sum(axis=1)`` if the
@@ -213,3 +234,48 @@ def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     unsort = np.empty_like(order)
     unsort[order] = np.arange(len(order))
     return sums.take(unsort, axis=1)
+
+
+def first_rows(keys: np.ndarray) -> dict[int, int]:
+    """Each distinct key of ``keys`` and the index of its first occurrence.
+
+    Examples
+    --------
+    >>> first_rows(np.array([5, 3, 5, 2]))
+    {2: 3, 3: 1, 5: 0}
+    """
+    distinct, first = np.unique(keys, return_index=True)
+    return dict(zip(distinct.tolist(), first.tolist(), strict=True))
+
+
+def posteriors(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Normalise the K × B joint log-likelihoods of a batch (max-shifted log-sum-exp, as
+    :func:`stream_nb.base.log_softmax`) and decide (the first most probable class).
+
+    Returns ``(log_proba, best)``: the B × K log posteriors and each event's
+    column of its decision; ``None`` when a score is not finite (beyond the
+    double range: the per-event path handles the batch).
+    """
+    if not np.isfinite(jll).all():
+        return None
+    top, best = row_max_argmax(jll.T)
+    log_total = np.log(row_sum(np.exp(jll - top[None, :]).T))
+    if np.abs(top).max() < ABSORB:
+        log_proba = (jll - (top + log_total)[None, :]).T  # B × K (a view of the K × B array)
+    else:  # (see stream_nb.base.ABSORB)
+        log_proba = ((jll - top[None, :]) - log_total[None, :]).T
+    return log_proba, best
+
+
+def per_event_answers(labels: list[Hashable], log_proba: np.ndarray, best: np.ndarray) -> Answers:
+    """A kernel's arrays as :meth:`~stream_nb.base.Learner.predict_learn_many` answers:
+    one ``{label: log posterior}`` dict and one decision per event, no errors."""
+    lp_rows = log_proba.tolist()
+    log_probas: list[dict[Hashable, float] | None]
+    if len(labels) == 2:
+        first, second = labels
+        log_probas = [{first: u, second: v} for u, v in lp_rows]
+    else:
+        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
+    predictions: list[Hashable | None] = list(map(labels.__getitem__, best.tolist()))
+    return log_probas, predictions, {}

@@ -9,6 +9,7 @@ Gaussian terms are :mod:`stream_nb.naive_bayes._gaussian_scores`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -107,9 +108,7 @@ class _GaussianLearner(Learner):
 
             out = gaussian_predict_learn_many(self._column_step, xs, ys, ws)
             if out is not None:
-                # the kernel bypasses learn_one
-                self._record_batch(xs, ys, ws, out[2])
-                return out
+                return out  # (a tracked delta: the kernel recorded the batch into it)
         return Learner.predict_learn_many(self, xs, ys, ws)
 
     def predict_learn_columns(
@@ -155,6 +154,9 @@ class _GaussianLearner(Learner):
         from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
         cat, alpha = self._categorical_part()
+        delta = self.delta
+        if delta is not None and not isinstance(delta, _GaussianLearner):
+            return None  # (track_delta gives a delta of this class)
         out = gaussian_predict_learn_columns(
             self.gaussian,
             cat,
@@ -165,12 +167,22 @@ class _GaussianLearner(Learner):
             ws,
             var_smoothing=self.var_smoothing,
             category_alpha=alpha,
+            delta=None if delta is None else delta.gaussian,
+            delta_categorical=None if delta is None else delta._categorical_part()[0],
         )
         if out is None:
             return None
         labels, log_proba, best, learned = out
         self.n_learned += learned
+        if delta is not None:
+            self._delta_recorded(learned, _learned_weights(ys, ws, learned))
+            delta._recorded_kinds(names)
         return labels, log_proba, best
+
+    def _recorded_kinds(self, names: tuple[str, ...]) -> None:
+        """Hook: a batch kernel recorded a batch of features ``names`` into this model (a
+        delta); NaiveBayes fixes the kinds of the features it now has statistics for."""
+        return None
 
     def _categorical_part(self) -> tuple[CategoricalStatistics | None, float]:
         """The categorical statistics the batch kernel learns too, and their α
@@ -195,6 +207,15 @@ class _GaussianLearner(Learner):
             return log_softmax(self._joint_log_likelihood(x))
         # max-shifted log-sum-exp, as log_softmax (the scores are finite)
         return log_softmax_scores(gaussian.scored_labels, scores)
+
+
+def _learned_weights(
+    ys: Sequence[Hashable | None], ws: Sequence[float] | None, learned: int
+) -> Iterable[float]:
+    """The weights of a batch's labelled events, in order."""
+    if ws is None:
+        return itertools.repeat(1.0, learned)
+    return (w for y, w in zip(ys, ws, strict=True) if y is not None)
 
 
 class GaussianNB(_GaussianLearner):
@@ -246,7 +267,9 @@ class GaussianNB(_GaussianLearner):
     1.0
     """
 
-    capabilities = Capabilities(numeric_only=True, column_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        numeric_only=True, column_kernel=True, kernel_records_delta=True, informative_features=True
+    )
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import gaussian_entries, state_stats
