@@ -595,17 +595,23 @@ class Learner(abc.ABC):
                 learn(x, y, w)
                 self._delta_weight += w
 
-    def _delta_recorded(self, n_events: int, weights: Iterable[float]) -> None:
-        """A batch kernel added what ``n_events`` learned events of ``weights`` (in order)
-        taught the model to the tracked :attr:`delta` itself: count them as
-        :meth:`learn_one` counts each event it records."""
+    def _delta_recorded(
+        self, ys: Sequence[Hashable | None], ws: Sequence[float] | None = None
+    ) -> None:
+        """A batch kernel added what a batch with labels ``ys`` (``None``: not learned)
+        and weights ``ws`` (``None``: all 1) taught the model to the tracked
+        :attr:`delta` itself: count its learned events as :meth:`learn_one` counts
+        each event it records."""
         delta = self._delta
         if delta is None:
             return
-        delta.n_learned += n_events
         total = self._delta_weight
-        for w in weights:
-            total += w
+        n = 0
+        for i, y in enumerate(ys):
+            if y is not None:
+                n += 1
+                total += 1.0 if ws is None else ws[i]
+        delta.n_learned += n
         self._delta_weight = total
 
     # ------------------------------------------------------------------ merging

@@ -257,7 +257,9 @@ class CategoricalColumns:
                 pres[:, j, rows] = 1.0
         self.codes_all = codes_all
         if classes.unit:
-            self.integral = bool((start == np.floor(start)).all() and (pres0 == np.floor(pres0)).all())
+            self.integral = bool(
+                (start == np.floor(start)).all() and (pres0 == np.floor(pres0)).all()
+            )
         terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return terms
 
@@ -337,7 +339,9 @@ class CategoricalColumns:
                     present[rows] = False
                     items = [
                         (value, y, wi)
-                        for value, y, wi, here in zip(col, ys, weights, present.tolist(), strict=True)
+                        for value, y, wi, here in zip(
+                            col, ys, weights, present.tolist(), strict=True
+                        )
                         if here and y is not None
                     ]
                 class_weights = [(y, wi) for _, y, wi in items]

@@ -263,9 +263,7 @@ class CategoricalNB(Learner):
             return None
         labels, log_proba, best, learned = out
         self.n_learned += learned
-        if delta is not None:
-            weights = [1.0] * learned if ws is None else [w for y, w in zip(ys, ws) if y is not None]  # noqa: B905
-            self._delta_recorded(learned, weights)
+        self._delta_recorded(ys, ws)
         return labels, log_proba, best
 
     def _merge(self, other: CategoricalNB, factor: float) -> None:

@@ -9,7 +9,6 @@ Gaussian terms are :mod:`stream_nb.naive_bayes._gaussian_scores`.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -175,7 +174,7 @@ class _GaussianLearner(Learner):
         labels, log_proba, best, learned = out
         self.n_learned += learned
         if delta is not None:
-            self._delta_recorded(learned, _learned_weights(ys, ws, learned))
+            self._delta_recorded(ys, ws)
             delta._recorded_kinds(names)
         return labels, log_proba, best
 
@@ -207,15 +206,6 @@ class _GaussianLearner(Learner):
             return log_softmax(self._joint_log_likelihood(x))
         # max-shifted log-sum-exp, as log_softmax (the scores are finite)
         return log_softmax_scores(gaussian.scored_labels, scores)
-
-
-def _learned_weights(
-    ys: Sequence[Hashable | None], ws: Sequence[float] | None, learned: int
-) -> Iterable[float]:
-    """The weights of a batch's labelled events, in order."""
-    if ws is None:
-        return itertools.repeat(1.0, learned)
-    return (w for y, w in zip(ys, ws, strict=True) if y is not None)
 
 
 class GaussianNB(_GaussianLearner):
