@@ -11,7 +11,6 @@ are the prefix sums and row reductions the kernels compute with.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -40,16 +39,41 @@ MIN_BATCH = 64
 Answers = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 
 
-class Learned(NamedTuple):
-    """What a batch adds (:meth:`BatchClasses.learned`)."""
+class Learned:
+    """What a batch adds (:meth:`BatchClasses.learned`); the per-event lists are built
+    on first use (a batch of unit weights adds its class totals only)."""
 
-    #: The batch's total weight of each class that has one, in class order.
-    class_weights: list[tuple[Hashable, float]]
-    #: Every event's weight.
-    weights: list[float]
-    #: ``(label, weight)`` of each labelled event, in order (real-valued weights are
-    #: added one event at a time, as the per-event path does).
-    event_weights: list[tuple[Hashable, float]]
+    __slots__ = ("_event_weights", "_w", "_weights", "_ys", "class_weights")
+
+    def __init__(
+        self,
+        class_weights: list[tuple[Hashable, float]],
+        ys: Sequence[Hashable | None],
+        w: np.ndarray,
+    ) -> None:
+        #: The batch's total weight of each class that has one, in class order.
+        self.class_weights = class_weights
+        self._ys = ys
+        self._w = w
+        self._weights: list[float] | None = None
+        self._event_weights: list[tuple[Hashable, float]] | None = None
+
+    @property
+    def weights(self) -> list[float]:
+        """Every event's weight."""
+        if self._weights is None:
+            self._weights = self._w.tolist()
+        return self._weights
+
+    @property
+    def event_weights(self) -> list[tuple[Hashable, float]]:
+        """``(label, weight)`` of each labelled event, in order (real-valued weights are
+        added one event at a time, as the per-event path does)."""
+        if self._event_weights is None:
+            self._event_weights = [
+                (y, wi) for y, wi in zip(self._ys, self.weights, strict=True) if y is not None
+            ]
+        return self._event_weights
 
 
 class BatchClasses:
@@ -140,9 +164,7 @@ class BatchClasses:
         if wk is None:
             wk = self.onehot.sum(axis=1)
         class_weights = [(self.labels[k], c) for k, c in enumerate(wk.tolist()) if c]
-        weights = self.w.tolist()
-        event_weights = [(y, wi) for y, wi in zip(ys, weights, strict=True) if y is not None]
-        return Learned(class_weights, weights, event_weights)
+        return Learned(class_weights, ys, self.w)
 
 
 def exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -211,20 +233,23 @@ def sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Column ``i`` of the K × n array ``a``: the sum of columns ``l < i`` with
-    ``codes[l] == codes[i]``.
+    """Column ``i`` of the K × n array ``a`` repeated along its columns to the length of
+    ``codes`` (n divides it): the sum of columns ``l < i`` with ``codes[l] == codes[i]``.
 
     Examples
     --------
     >>> grouped_exclusive_cumsum(np.array([0, 1, 0, 0]), np.array([[1.0, 2.0, 3.0, 4.0]]))
     array([[0., 0., 1., 4.]])
+    >>> grouped_exclusive_cumsum(np.array([0, 0, 0, 0]), np.array([[1.0, 2.0]]))
+    array([[0., 1., 3., 4.]])
     """
     # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
     keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
     order = np.argsort(keys, kind="stable")
     sorted_codes = codes.take(order)
     # (``take`` along an axis: several times faster than fancy indexing of a 2-D array)
-    sums = exclusive_cumsum(a.take(order, axis=1), axis=-1)
+    columns = order if a.shape[1] == len(codes) else order % a.shape[1]
+    sums = exclusive_cumsum(a.take(columns, axis=1), axis=-1)
     # subtract, in each group, the running sum reached at the group's first column
     new_group = np.empty(len(codes), dtype=bool)
     new_group[0] = True

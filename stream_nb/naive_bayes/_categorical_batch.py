@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb._exceptions import InvalidEventError
+from stream_nb._state import check_categories
 from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     Learned,
@@ -45,6 +47,8 @@ __all__ = ["CategoricalColumns"]
 
 #: A feature's value -> code map starts afresh beyond this many values.
 _MAX_CODES = 1 << 16
+#: Codes below this (and the code of a missing value, one more) fit in a byte.
+_BYTE_CODES = 255
 
 #: ``(value, label, weight)`` added to ``N_{y,f,v}``, and ``(label, weight)`` to ``N_{y,f}``
 Items = list[tuple[Any, Hashable, float]]
@@ -125,13 +129,17 @@ class CategoricalColumns:
     ) -> CategoricalColumns | None:
         """The columns of ``features`` (each learned in ``stats``), ``b`` events each, with
         values new to a full feature read as its "other" bucket (None), as per event;
-        ``None`` when a column has another length."""
+        ``None`` when a column has another length, or a value new to a full feature
+        is not a category."""
         if any(len(col) != b for col in columns):
             return None
         bucketed: frozenset[Hashable] = frozenset()
         missing: list[np.ndarray | None] = [None] * len(features)
         if stats.max_values is not None:
-            mapped, bucketed = stats.bucket_columns(features, columns)
+            found = stats.bucket_columns(features, columns)
+            if found is None:
+                return None
+            mapped, bucketed = found
             for j, (f, col) in enumerate(zip(features, columns, strict=True)):
                 if f in bucketed and None in col:
                     # (the bucket is None too: the missing values are read from the column)
@@ -141,7 +149,7 @@ class CategoricalColumns:
 
     def encode(self) -> bool:
         """Code every value, before any statistic changes; ``False`` for a batch the
-        per-event path must take (an unhashable value).
+        per-event path must take (a value that is not a category: unhashable, NaN…).
 
         Codes come from a value -> code map kept with the statistics across batches
         (:attr:`CategoricalStatistics.codes`: not a statistic, never saved, and a stale
@@ -157,16 +165,24 @@ class CategoricalColumns:
                 vocabulary = vocabularies[f] = ({}, [])
             codes, code_values = vocabulary
             try:
-                code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
+                coded = operator.itemgetter(*col)(codes)
             except (KeyError, TypeError):
                 try:
                     fresh = [value for value in dict.fromkeys(col) if value not in codes]
                 except TypeError:
                     return False  # unhashable value: the per-event path names it
+                try:  # (so every value with a code is a category, or None)
+                    check_categories(dict(enumerate(fresh)))
+                except InvalidEventError:
+                    return False  # the per-event path names it
                 for value in fresh:
                     codes[value] = len(code_values)
                     code_values.append(value)
-                code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
+                coded = operator.itemgetter(*col)(codes)
+            if len(code_values) < _BYTE_CODES:  # (bytes() of small ints: a C loop, no objects)
+                code_arr = np.frombuffer(bytes(coded), dtype=np.uint8).astype(np.intp)
+            else:
+                code_arr = np.fromiter(coded, dtype=np.intp, count=b)
             n_values = len(code_values)
             rows = self.missing[j]
             if f not in bucketed:  # a None is a missing value
@@ -209,8 +225,9 @@ class CategoricalColumns:
         )
         seen_codes: list[int] = []  # global codes of learned values, and their counts
         seen_counts: list[float] = []
-        pres0 = np.empty((n_classes, n_cat))
-        smoothing = np.empty((1, n_cat, b))
+        pres0 = np.empty((n_classes, n_cat))  # N_{y,f} at the batch start
+        smoothing = np.empty(n_cat)  # S_f α at the batch start
+        grows: list[tuple[int, np.ndarray]] = []  # (f, S_f α growth before every event)
         for j, (f, (code_values, code_arr, present_codes, _), offset, size) in enumerate(
             zip(self.features, self.coded, offsets, sizes, strict=True)
         ):
@@ -225,6 +242,7 @@ class CategoricalColumns:
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
+            smoothing[j] = len(values) * alpha
             if unseen and not stats.accepts_new_values(f, [code_values[c] for c in unseen]):
                 return None  # a value past max_values_per_feature, or not a category
             if unseen:
@@ -234,31 +252,31 @@ class CategoricalColumns:
                 learned_new = np.flatnonzero(labelled & is_new[code_arr])
                 _, first = np.unique(code_arr[learned_new], return_index=True)
                 new_first = np.sort(learned_new[first])
-                distinct = len(values) + np.searchsorted(new_first, np.arange(b), side="left")
-                smoothing[0, j] = distinct * alpha
-            else:
-                smoothing[0, j] = len(values) * alpha
-        start = np.zeros((n_classes, sum(sizes)))  # K × global code
+                grows.append((j, np.searchsorted(new_first, np.arange(b), side="left") * alpha))
+        seen = np.array(seen_counts).reshape(-1, n_classes).T
+        start = np.full((n_classes, sum(sizes)), alpha)  # K × global code: N_{y,f,v} + α
         if seen_codes:
-            start[:, seen_codes] = np.array(seen_counts).reshape(-1, n_classes).T
-        before = grouped_exclusive_cumsum(codes_all, np.tile(classes.onehot, (1, n_cat)))
-        count = (start.take(codes_all, axis=1) + before).reshape(n_classes, n_cat, b)
-        count += alpha
-        pres = pres0[:, :, None] + classes.before[:, None, :]
+            start[:, seen_codes] += seen
+        count = grouped_exclusive_cumsum(codes_all, classes.onehot)
+        count += start.take(codes_all, axis=1)
+        count = count.reshape(n_classes, n_cat, b)
+        base = pres0 + smoothing  # N_{y,f} + S_f α at the batch start
+        pres = base[:, :, None] + classes.before[:, None, :]
         for j, rows in enumerate(self.missing):
             if rows is not None:  # N_{y,f} grows only where f is present
                 onehot = classes.onehot.copy()
                 onehot[:, rows] = 0.0
-                pres[:, j, :] = pres0[:, j, None] + exclusive_cumsum(onehot, axis=-1)
-        pres += smoothing
+                pres[:, j, :] = base[:, j, None] + exclusive_cumsum(onehot, axis=-1)
+        for j, grow in grows:
+            pres[:, j, :] += grow
         for j, rows in enumerate(self.missing):
-            if rows is not None:  # no term: log(1 / 1)
+            if rows is not None:  # no term where f is missing: log(1 / 1)
                 count[:, j, rows] = 1.0
                 pres[:, j, rows] = 1.0
         self.codes_all = codes_all
         if classes.unit:
             self.integral = bool(
-                (start == np.floor(start)).all() and (pres0 == np.floor(pres0)).all()
+                (seen == np.floor(seen)).all() and (pres0 == np.floor(pres0)).all()
             )
         terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return terms

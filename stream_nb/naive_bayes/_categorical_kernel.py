@@ -117,28 +117,28 @@ def categorical_predict_learn_columns(
     labels = list(stats.class_weight)
     if b < MIN_BATCH or not labels or len(columns) != len(names):
         return None
-    if any(len(col) != b for col in columns) or not _categories(columns):
-        return None  # (a value the per-event path rejects: it names it)
+    if any(len(col) != b for col in columns):
+        return None
     present = stats.present
     features = tuple(f for f in names if f in present)
     if len(features) < len(names):
-        # features the model does not hold: they must be ones it would not learn either
+        # features the model does not hold: they must be ones it would not learn either,
+        # with names and values the per-event path accepts (it names the others)
+        unknown = [col for f, col in zip(names, columns, strict=True) if f not in present]
         try:
             check_feature_names(names)
         except InvalidEventError:
             return None
-        if not full and any(
-            any(v is not None for v in col)
-            for f, col in zip(names, columns, strict=True)
-            if f not in present
-        ):
+        if not _categories(unknown):
+            return None
+        if not full and any(any(v is not None for v in col) for col in unknown):
             return None  # a feature to learn: the per-event path adds it
     if not features:
         return None
     where = {f: j for j, f in enumerate(names)}
     batch = CategoricalColumns.of(stats, features, [columns[where[f]] for f in features], b)
     if batch is None:
-        return None
+        return None  # (a value new to a full feature is not a category)
     classes = BatchClasses.of(labels, {y: k for k, y in enumerate(labels)}, ys, ws)
     if classes is None or not batch.encode():
         return None

@@ -418,11 +418,12 @@ class CategoricalStatistics:
     # ------------------------------------------------------------------ batch kernels
     def bucket_columns(
         self, features: Sequence[Hashable], columns: list[Sequence[Any]]
-    ) -> tuple[list[Sequence[Any]], frozenset[Hashable]]:
+    ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
         """A batch kernel's columns of learned ``features`` with the values new to a full
         feature replaced by the "other" bucket, and the features so mapped (in which
         a ``None`` is then either a missing value, kept, or the bucket: the kernel
-        tells them apart from the columns as given)."""
+        tells them apart from the columns as given); ``None`` when a value so replaced
+        is not a category (the per-event path rejects its event)."""
         cap = self.max_values
         counts = self.counts
         out = []
@@ -432,7 +433,12 @@ class CategoricalStatistics:
             if cap is None or n_real(values) < cap:
                 out.append(col)
                 continue
-            out.append([v if v in values or v is None else OTHER for v in col])
+            try:
+                new = {v for v in col if v not in values}
+                check_categories(dict(enumerate(new)))
+            except (TypeError, InvalidEventError):
+                return None
+            out.append([OTHER if v in new and v is not None else v for v in col])
             mapped.append(f)
         return out, frozenset(mapped)
 

@@ -79,10 +79,10 @@ def test_batches_left_to_the_per_event_path_change_nothing() -> None:
     )
     assert unhashable is not None and not unhashable.encode()
     nan = CategoricalColumns.of(open_stats, FEATURES, [["a", math.nan], ["b"] * 2, ["c"] * 2], 2)
-    assert nan is not None and nan.encode()
-    classes = BatchClasses.of(LABELS, {y: k for k, y in enumerate(LABELS)}, ["p", "q"], None)
-    assert classes is not None
-    assert nan.log_likelihoods(classes, 1.0) is None  # not a category: the per event error
+    assert nan is not None and not nan.encode()  # not a category: the per event error
+    assert math.nan not in open_stats.codes["f"][0]  # (a value with a code is a category)
+    # a value new to a full feature that is not a category: not put in the bucket
+    assert CategoricalColumns.of(stats, FEATURES, [["a", b"x"], ["b"] * 2, ["c"] * 2], 2) is None
     assert stats.to_state() == before
 
 
