@@ -161,7 +161,7 @@ def categorical_predict_learn_columns(
     # --- learn: nothing fails from here on
     learned = classes.learned(ys)
     batch.learn(classes, ys, learned, delta)
-    whole = classes.unit and stats.total_weight.is_integer()
+    whole = classes.unit and float(stats.total_weight).is_integer()
     whole = whole and all(float(c).is_integer() for c in stats.class_weight.values())
     stats.add_classes(learned.class_weights if whole else learned.event_weights)
     if delta is not None:

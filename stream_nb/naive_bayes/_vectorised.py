@@ -19,14 +19,17 @@ max_j M2g_ij / ng_ij``. Categorical counts ``N_{k,f,v}`` before event ``i`` are
 the start counts plus an exclusive cumulative sum grouped by value, the
 present weights ``N_{k,f}`` the class prefix ``W_i``, and the number of
 distinct values ``S_f`` grows by one at the first *learned* occurrence of a
-new value. Scores then follow the learners' formulas for all events × classes
-at once, and the statistics after the batch are the prefix at ``i = B``.
+new value; a missing categorical value (``None``) adds no term
+(:mod:`~stream_nb.naive_bayes._categorical_batch`). Scores then follow the
+learners' formulas for all events × classes at once, and the statistics after
+the batch are the prefix at ``i = B``. A tracked model-sync delta gets the
+batch's own moments (merged by Chan's formula) and counts.
 
 The result equals the per-event path to rounding (about 1e-12 relative on
 the log posteriors; the tests ask for 1e-9). Anything unusual returns
 ``None`` and the caller runs the per-event loop: forgetting (``half_life``),
 fixed class priors, a label not learned before the batch, events with other
-keys than the learned features, missing (``None``) or non-numeric values,
+keys than the learned features, missing (``None``) or non-numeric Gaussian values,
 values beyond ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
 (:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
 the batch whose squares leave the double range, classes without statistics

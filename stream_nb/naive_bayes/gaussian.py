@@ -154,8 +154,11 @@ class _GaussianLearner(Learner):
 
         cat, alpha = self._categorical_part()
         delta = self.delta
-        if delta is not None and not isinstance(delta, _GaussianLearner):
-            return None  # (track_delta gives a delta of this class)
+        if delta is not None and (
+            not isinstance(delta, _GaussianLearner) or (cat is not None and cat.max_values)
+        ):
+            # (a delta applies max_values_per_feature to its own values: learn_one records)
+            return None
         out = gaussian_predict_learn_columns(
             self.gaussian,
             cat,

@@ -102,6 +102,30 @@ def test_the_kernel_records_the_delta_learn_one_would(make: Any, stream: Any, se
     close(_normal(base), _normal(fast), tol=DELTA_TOL)
 
 
+@pytest.mark.parametrize("make", [NaiveBayes, CategoricalNB])
+def test_with_a_value_cap_the_delta_is_recorded_event_by_event(make: Any) -> None:
+    """A delta applies ``max_values_per_feature`` to the values it learns itself: the
+    kernel leaves batches to the per-event path while one is tracked."""
+    rng = random.Random(3)
+    events = [({**x, "num": rng.gauss(0.0, 1.0)}, y, w) for x, y, w in _categorical(3, 600)]
+    model, loop = make(max_values_per_feature=4), make(max_values_per_feature=4)
+    for x, y, w in events[:60]:
+        if y is not None:
+            model.learn_one(x, y, w)
+            loop.learn_one(x, y, w)
+    xs = [dict(x) for x, _, _ in events[60:]]
+    ys = [y for _, y, _ in events[60:]]
+    ws = [w for _, _, w in events[60:]]
+    untracked = copy.deepcopy(model)
+    assert _kernel(untracked, xs[:100], ys[:100], ws[:100]) is not None
+    model.track_delta()
+    loop.track_delta()
+    assert _kernel(model, xs, ys, ws) is None
+    model.predict_learn_many(xs, ys, ws)
+    Learner.predict_learn_many(loop, xs, ys, ws)
+    assert model.cut_delta()[0].to_state() == loop.cut_delta()[0].to_state()
+
+
 def _normal(model: Learner) -> dict[str, Any]:
     """The state with every ``[key, value]`` pair list as a dict (order aside: a delta
     merged from a batch meets features by name, not in the order learning met them)."""
