@@ -308,9 +308,11 @@ class CategoricalColumns:
         n_classes = len(labels)
         b = self.size
         sizes = [len(code_values) + (slot >= 0) for code_values, _, _, slot in self.coded]
-        keys = value_totals = None
+        offsets = np.cumsum([0, *sizes[:-1]]).tolist()
+        keys = None
         if classes.unit and self.integral:
-            # N_{y,f,v} learned in this batch, per global value code and class
+            # N_{y,f,v} learned in this batch, per global value code and class, for all
+            # features at once: the non-zero totals in code order, cut at the features
             learned_codes = codes_all.reshape(len(self.features), b)
             if classes.n_labelled < b:
                 learned_codes = learned_codes.take(classes.rows, axis=1)
@@ -318,27 +320,27 @@ class CategoricalColumns:
             value_totals = np.bincount(keys.ravel(), minlength=sum(sizes) * n_classes).reshape(
                 -1, n_classes
             )
-        offset = 0
-        for j, (f, col, (code_values, _, _, _), size) in enumerate(
-            zip(self.features, self.columns, self.coded, sizes, strict=True)
+            slots = [o + len(cv) for (cv, _, _, slot), o in zip(self.coded, offsets) if slot >= 0]  # noqa: B905
+            value_totals[slots] = 0  # (missing values are not learned)
+            nz_codes, nz_classes = np.nonzero(value_totals)
+            nz_totals = value_totals[nz_codes, nz_classes].astype(np.float64).tolist()
+            bounds = np.searchsorted(nz_codes, [*offsets, len(value_totals)]).tolist()
+            by_feature = np.add.reduceat(value_totals, offsets, axis=0).astype(np.float64).tolist()
+            nz_codes_l, nz_classes_l = nz_codes.tolist(), nz_classes.tolist()
+        for j, (f, col, (code_values, _, _, _), offset) in enumerate(
+            zip(self.features, self.columns, self.coded, offsets, strict=True)
         ):
             items: Items
             class_weights: ClassWeights
-            if keys is not None and value_totals is not None:
-                totals = value_totals[offset : offset + len(code_values)]
-                nz_values, nz_classes = np.nonzero(totals)
+            if keys is not None:
+                lo, hi = bounds[j], bounds[j + 1]
                 items = [
-                    (code_values[c], labels[k], float(t))
+                    (code_values[c - offset], labels[k], t)
                     for c, k, t in zip(
-                        nz_values.tolist(),
-                        nz_classes.tolist(),
-                        totals[nz_values, nz_classes].tolist(),
-                        strict=True,
+                        nz_codes_l[lo:hi], nz_classes_l[lo:hi], nz_totals[lo:hi], strict=True
                     )
                 ]
-                class_weights = [
-                    (labels[k], c) for k, c in enumerate(totals.sum(axis=0).tolist()) if c
-                ]
+                class_weights = [(labels[k], c) for k, c in enumerate(by_feature[j]) if c]
                 if not all(target.knows(f, class_weights, items) for target in targets):
                     items, class_weights = _first_order(
                         keys[j], offset, len(code_values), labels, items, class_weights
@@ -366,7 +368,6 @@ class CategoricalColumns:
             for target in targets:
                 if f in target.present:
                     target.add_batch(f, class_weights, items)
-            offset += size
 
     def first_learned(self, classes: BatchClasses, stats: CategoricalStatistics) -> list[Hashable]:
         """The batch's features that ``stats`` has not learned and the batch learns, in

@@ -155,7 +155,8 @@ class _GaussianLearner(Learner):
         cat, alpha = self._categorical_part()
         delta = self.delta
         if delta is not None and (
-            not isinstance(delta, _GaussianLearner) or (cat is not None and cat.max_values)
+            not isinstance(delta, _GaussianLearner)
+            or (cat is not None and cat.max_values is not None)
         ):
             # (a delta applies max_values_per_feature to its own values: learn_one records)
             return None
