@@ -136,15 +136,18 @@ def test_batches_the_kernel_leaves_to_the_per_event_path_change_nothing() -> Non
         assert forgetting.predict_learn_columns(("a", "b"), columns, ys) is None
 
 
+class _Counting(CategoricalNB):  # (a leading underscore: not registered as a learner)
+    """CategoricalNB counting the batches its column kernel takes (the kernel unchanged)."""
+
+    taken = 0
+
+    def predict_learn_columns(self, *args: Any) -> Any:
+        out = super().predict_learn_columns(*args)
+        self.taken += out is not None
+        return out
+
+
 def _engine(lines: list[bytes], columns: bool, **params: Any) -> tuple[Any, ...]:
-    class _Counting(CategoricalNB):  # (a leading underscore: not registered as a learner)
-        taken = 0
-
-        def predict_learn_columns(self, *args: Any) -> Any:
-            out = super().predict_learn_columns(*args)
-            self.taken += out is not None
-            return out
-
     learner = _Counting(**params)
     sink = MemorySink()
     evaluator = PrequentialEvaluator(window=50)
@@ -179,3 +182,26 @@ def test_the_engines_column_path_equals_its_general_path(params: dict[str, Any])
     assert fast[2] == slow[2]  # the evaluation
     assert fast[3] == slow[3]
     assert slow[4] == 0 and fast[4] >= 3
+
+
+def test_file_to_file_with_the_line_template(tmp_path: Any) -> None:
+    """A file source's line blocks (records written from one template per batch) on the
+    ``stream-nb demo`` categorical stream: the column path's bytes are the general path's."""
+    from stream_nb.connectors.files import FileSink, FileSource
+    from stream_nb.datasets import categorical_stream
+
+    src = tmp_path / "in.jsonl"
+    lines = [orjson.dumps({**x, "y": y}) for x, y in categorical_stream(4, 3000)]
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    outputs, states, taken = [], [], []
+    for columns in (True, False):
+        dst = tmp_path / f"out-{columns}.jsonl"
+        learner = _Counting()
+        Engine(learner, FileSource(src), FileSink(dst), batch_size=500, column_path=columns).run()
+        outputs.append(dst.read_bytes())
+        states.append(learner.to_state())
+        taken.append(learner.taken)
+    assert outputs[0] == outputs[1] and states[0] == states[1]
+    assert taken[0] >= 4 and taken[1] == 0
+    records = [orjson.loads(line) for line in outputs[0].splitlines()]
+    assert [r["n_learned"] for r in records] == list(range(3000))
