@@ -1,41 +1,43 @@
-"""End-to-end throughput of ``stream-nb run`` (file → file) next to the bare parse+emit ceiling.
+"""Throughput of ``stream-nb run`` (file → file) for every learner family on its natural
+stream, next to the bare parse+emit ceiling of the same lines.
 
-One command::
+Commands::
 
-    python -m benchmarks.bench_engine                  # 1M Agrawal events, NaiveBayes
-    python -m benchmarks.bench_engine --events 200000 --repeats 1   # quicker
-    python -m benchmarks.bench_engine --profile        # where the engine's time goes
+    python -m benchmarks.bench_engine                         # every family, 1M-line streams
+    python -m benchmarks.bench_engine --events 200000 --turns 3     # quicker
+    python -m benchmarks.bench_engine --model CategoricalNB,AODE    # some families
+    python -m benchmarks.bench_engine --model NaiveBayes --breakdown  # + in-process rows
+    python -m benchmarks.bench_engine --model NaiveBayes --profile    # where the time goes
 
-Measured in the same run, on the same seeded Agrawal file (not timed when written):
+The families and their streams (the generators of ``stream-nb demo``, written to a
+file first, not timed): NaiveBayes on ``agrawal``; GaussianNB on ``agrawal`` with its
+nominal attributes as numbers; CategoricalNB, AODE, TAN and KDB on ``categorical``;
+MultinomialNB, BernoulliNB and ComplementNB on ``zipf_text``. The text streams have
+``--events`` / 5 lines, the semi-naive learners' ``--events`` / 10 (they are slower;
+each run stays long next to the process start-up, which is counted).
+
+Measured in the same run, in turns (``--turns``):
 
 ``ceiling``
-    The bare cost of the I/O the daemon cannot avoid: read the file, one
-    ``orjson.loads`` per line, one ``orjson.dumps(..., OPT_APPEND_NEWLINE)``
-    per line, buffered writes; no model, no validation, no evaluation.
+    The bare cost of the I/O the daemon cannot avoid, on the same file: read it, one
+    ``orjson.loads`` per line, one ``orjson.dumps(..., OPT_APPEND_NEWLINE)`` per line,
+    buffered writes; no model, no validation, no evaluation.
 ``stream-nb run``
-    The real console script in a subprocess: ``stream-nb run --model M
-    --source IN --sink OUT``, with its defaults (prequential evaluator,
-    ``--batch-size``, dead letters to stderr, no checkpoints). Timed from spawn
-    to exit, so process start-up is included; a daemon runs for days, so the
-    default stream (1M events) is long enough for start-up to be a small share,
-    and the start-up alone (the same command on an empty file) is reported too.
-``breakdown`` (in process, to explain the gap)
-    the engine with the same batch size and garbage-collector settings as the
-    CLI, with and without the prequential evaluator; the learner alone
-    (``predict_log_proba_one`` + ``learn_one`` on pre-decoded events, on at most
-    200k events).
+    The real console script in a subprocess: ``stream-nb run --model M --source IN
+    --sink OUT``, with its defaults (prequential evaluator, ``--batch-size``, dead
+    letters to stderr, no checkpoints), timed from spawn to exit: the CPU time of the
+    whole process, start-up included (reported alone too: the same command on an
+    empty file).
 
-The ceiling and ``stream-nb run`` run in turns (``--pair-repeats``, default 7), so both
-meet the same machine; each figure is the best of its runs (``--repeats`` for the
-in-process rows), as events/s of wall time, plus
-the CPU time of the measured process (less sensitive to other load on a
-shared machine). The CPU ratio of every turn is reported too, with its median:
-on a shared VM the engine (a working set of about a megabyte per batch) slows down
-far more than the ceiling (a few cache lines) when a neighbour fills the shared L3,
-so two best runs minutes apart can meet different machines. The package's bytecode
-is compiled first (:func:`compile_bytecode`), as an installed daemon has it. Results
-go to ``benchmarks/results/engine.json`` and ``engine.md`` with the machine
-description.
+Each turn measures, stream after stream, the stream's ceiling and then the run of
+each of its learners, so a learner's share of the ceiling in a turn compares two
+measurements a few seconds apart (a shared VM drifts from minute to minute). Reported
+per family: events per CPU-second of the whole process (median and best over the
+turns) and its share of the ceiling's events per CPU-second (median and best of the
+turns' shares), against the family's target. The package's bytecode is compiled first
+(:func:`compile_bytecode`), as an installed daemon has it. Results go to
+``benchmarks/results/engine.json`` and ``engine.md`` with the machine description,
+the plot to ``docs/img/engine.png`` (matplotlib: the ``bench`` or ``plot`` extra).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import compileall
 import cProfile
+import dataclasses
 import datetime as dt
 import gc
 import io
@@ -57,6 +60,7 @@ import platform
 import pstats
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,12 +75,47 @@ import stream_nb
 from stream_nb.base import Learner
 from stream_nb.cli import build_parser
 from stream_nb.connectors.files import FileSink, FileSource
-from stream_nb.datasets import agrawal
+from stream_nb.connectors.memory import DemoSource
 from stream_nb.engine import Engine, tune_gc, tune_malloc
 from stream_nb.evaluation import PrequentialEvaluator
 
 RESULTS = Path(__file__).resolve().parent / "results"
-TARGET_RATIO = 0.35
+PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "engine.png"
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A learner on its natural stream, with its target share of the ceiling."""
+
+    model: str
+    stream: str  # a demo stream (stream-nb demo --demo NAME)
+    target: float
+    divisor: int = 1  # the stream has --events / divisor lines
+    params: tuple[tuple[str, Any], ...] = ()  # the generator's parameters
+
+    @property
+    def label(self) -> str:
+        """The stream as the tables name it."""
+        return self.stream + "".join(f", {k}={v}" for k, v in self.params)
+
+    def events(self, events: int) -> int:
+        return max(1, events // self.divisor)
+
+
+FAMILIES = (
+    Family("NaiveBayes", "agrawal", 0.35),
+    Family("GaussianNB", "agrawal", 0.35, params=(("nominal", False),)),
+    Family("CategoricalNB", "categorical", 0.30),
+    Family("MultinomialNB", "zipf_text", 0.25, divisor=5),
+    Family("BernoulliNB", "zipf_text", 0.25, divisor=5),
+    Family("ComplementNB", "zipf_text", 0.25, divisor=5),
+    Family("AODE", "categorical", 0.10, divisor=10),
+    Family("TAN", "categorical", 0.05, divisor=10),
+    Family("KDB", "categorical", 0.05, divisor=10),
+)
+
+#: A stream file: (demo stream, its parameters, events)
+StreamKey = tuple[str, tuple[tuple[str, Any], ...], int]
 
 
 class _NullLearner(Learner):
@@ -134,25 +173,14 @@ def _best(fn: Callable[[], tuple[float, float]], repeats: int) -> tuple[float, f
     return min(walls), min(cpus)
 
 
-def _best_alternating(
-    first: Callable[[], tuple[float, float]],
-    second: Callable[[], tuple[float, float]],
-    repeats: int,
-) -> tuple[tuple[float, float], tuple[float, float], list[float]]:
-    """Best (wall, cpu) of each of two measurements, run in turns, and the CPU-time
-    ratio first / second of every turn (both sides a few seconds apart)."""
-    runs: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
-    for _ in range(repeats):
-        for fn, out in ((first, runs[0]), (second, runs[1])):
-            gc.collect()
-            out.append(fn())
-        print(
-            f"  ceiling {runs[0][-1][1]:.2f} s CPU, stream-nb run {runs[1][-1][1]:.2f} s CPU",
-            file=sys.stderr,
-        )
-    best = tuple((min(w for w, _ in r), min(c for _, c in r)) for r in runs)
-    ratios = [a[1] / b[1] for a, b in zip(*runs, strict=True)]
-    return best[0], best[1], ratios
+def write_stream(path: Path, key: StreamKey, seed: int) -> int:
+    """Write the demo stream ``key`` as ``stream-nb demo`` prints it; its size in bytes."""
+    name, params, n = key
+    source = DemoSource(name, seed=seed, n=n, params=dict(params))
+    with open(path, "wb") as f:
+        while not source.exhausted:
+            f.write(b"".join(record.payload + b"\n" for record in source.next_batch(4096, 0)))
+    return path.stat().st_size
 
 
 def ceiling(src: Path, dst: Path) -> tuple[float, float]:
@@ -217,20 +245,20 @@ def _cli_batch_size() -> int:
     return batch_size
 
 
-def learner_alone(
-    make: Callable[[], Learner], events: list[tuple[dict[str, Any], Any]]
-) -> tuple[float, float]:
+def learner_alone(make: Callable[[], Learner], src: Path, limit: int) -> tuple[float, float]:
+    """``predict_log_proba_one`` + ``learn_one`` on the first ``limit`` decoded events."""
+    events = []
+    with open(src, "rb") as f:
+        for line, _ in zip(f, range(limit), strict=False):
+            event = orjson.loads(line)
+            y = event.pop("y")
+            events.append((event, y))
     model = make()
     wall, cpu = time.perf_counter(), time.process_time()
     for x, y in events:
         model.predict_log_proba_one(x)
         model.learn_one(x, y)
     return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def _scaled(seconds: tuple[float, float], factor: float) -> tuple[float, float]:
-    """Seconds measured on a prefix, extrapolated to the whole stream (same events/s)."""
-    return seconds[0] * factor, seconds[1] * factor
 
 
 def machine() -> dict[str, Any]:
@@ -254,136 +282,283 @@ def machine() -> dict[str, Any]:
     }
 
 
+def run_turns(
+    families: list[Family],
+    files: dict[StreamKey, Path],
+    events: int,
+    turns: int,
+    exe: str,
+    tmp: Path,
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Per family, ``(ceiling CPU s, run CPU s, run wall s)`` of every turn."""
+    runs: dict[str, list[tuple[float, float, float]]] = {f.model: [] for f in families}
+    for turn in range(turns):
+        for key, path in files.items():
+            gc.collect()
+            _, ceiling_cpu = ceiling(path, tmp / "ceiling.jsonl")
+            for family in families:
+                if _key(family, events) != key:
+                    continue
+                gc.collect()
+                wall, cpu = cli_run(exe, family.model, path, tmp / "out.jsonl")
+                runs[family.model].append((ceiling_cpu, cpu, wall))
+                print(
+                    f"  turn {turn + 1}: {family.model} on {family.label}: ceiling "
+                    f"{ceiling_cpu:.2f} s CPU, stream-nb run {cpu:.2f} s CPU "
+                    f"({ceiling_cpu / cpu:.1%})",
+                    file=sys.stderr,
+                )
+    return runs
+
+
+def _key(family: Family, events: int) -> StreamKey:
+    return family.stream, family.params, family.events(events)
+
+
+def family_row(
+    family: Family, n: int, size: int, turns: list[tuple[float, float, float]]
+) -> dict[str, Any]:
+    """One family's figures over its turns."""
+    ratios = [c / r for c, r, _ in turns]
+    run_rates = [n / r for _, r, _ in turns]
+    ceiling_rates = [n / c for c, _, _ in turns]
+    median_ratio = statistics.median(ratios)
+    return {
+        "model": family.model,
+        "stream": family.label,
+        "events": n,
+        "file_bytes": size,
+        "target_ratio": family.target,
+        "run_events_per_cpu_s": {"median": statistics.median(run_rates), "best": max(run_rates)},
+        "run_events_per_wall_s_best": n / min(w for _, _, w in turns),
+        "ceiling_events_per_cpu_s": {
+            "median": statistics.median(ceiling_rates),
+            "best": max(ceiling_rates),
+        },
+        "ratio_to_ceiling_cpu": {"median": median_ratio, "best": max(ratios)},
+        "turn_ratios_cpu": sorted(ratios),
+        "target_met": median_ratio >= family.target,
+    }
+
+
+def breakdown_rows(
+    family: Family, path: Path, n: int, repeats: int, tmp: Path
+) -> list[dict[str, Any]]:
+    """In-process rows that explain a family's gap: the engine with and without the
+    evaluator, the null learner, and the learner alone per event (at most 200k events)."""
+    make = Learner.registered()[family.model]
+    rows: dict[str, tuple[float, float]] = {
+        "engine in process + evaluator": _best(
+            lambda: in_process(make(), path, tmp / "e.jsonl", True), repeats
+        ),
+        "engine in process, no evaluator": _best(
+            lambda: in_process(make(), path, tmp / "e.jsonl", False), repeats
+        ),
+        "engine in process, null learner (per-event path), no evaluator": _best(
+            lambda: in_process(_NullLearner(), path, tmp / "e.jsonl", False), repeats
+        ),
+    }
+    limit = min(n, 200_000)
+    wall, cpu = _best(lambda: learner_alone(make, path, limit), repeats)
+    rows["learner alone, per event (predict_log_proba_one + learn_one)"] = (
+        wall * n / limit,
+        cpu * n / limit,
+    )
+    return [
+        {
+            "model": family.model,
+            "name": name,
+            "events_per_s_wall": n / wall,
+            "events_per_s_cpu": n / cpu,
+        }
+        for name, (wall, cpu) in rows.items()
+    ]
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        f"`stream-nb run` file → file, every learner family on its `stream-nb demo` stream; "
+        f"{result['turns']} alternating turns (each: the stream's ceiling, then its learners' "
+        f"runs); events per CPU-second of the whole process, start-up included; machine: "
+        f"{m['cpu']}, {m['cores']} cores, load {m['load_average'][0]:.1f}, Python {m['python']}",
+        "",
+        "| learner | stream | events | stream-nb run, events/CPU-s (median) | best "
+        "| ceiling, events/CPU-s (median) | share of the ceiling (median) | best | target |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in result["families"]:
+        run, ceil, ratio = (
+            row["run_events_per_cpu_s"],
+            row["ceiling_events_per_cpu_s"],
+            row["ratio_to_ceiling_cpu"],
+        )
+        mark = "" if row["target_met"] else " (missed)"
+        lines.append(
+            f"| {row['model']} | {row['stream']} | {row['events']:,} | {run['median']:,.0f} "
+            f"| {run['best']:,.0f} | {ceil['median']:,.0f} | {ratio['median']:.1%} "
+            f"| {ratio['best']:.1%} | {row['target_ratio']:.0%}{mark} |"
+        )
+    lines += [
+        "",
+        f"Start-up of `stream-nb run` alone (empty input): {result['startup_seconds_wall']:.2f} s "
+        f"wall, {result['startup_seconds_cpu']:.2f} s CPU. Batch size {result['batch_size']} "
+        "(the CLI default).",
+    ]
+    if result["breakdown"]:
+        lines += [
+            "",
+            f"In process (best of {result['repeats']}):",
+            "",
+            "| learner | measurement | events/s (wall) | events/s (CPU) |",
+            "|---|---|---:|---:|",
+        ]
+        for row in result["breakdown"]:
+            lines.append(
+                f"| {row['model']} | {row['name']} | {row['events_per_s_wall']:,.0f} "
+                f"| {row['events_per_s_cpu']:,.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def write_plot(result: dict[str, Any], path: Path) -> None:
+    """Events per CPU-second of each learner (median; a tick at the best), grouped by
+    stream, on a log scale, with each stream's ceiling as a line over its group."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["families"]
+    fig, ax = plt.subplots(figsize=(3.6 + 0.8 * len(rows), 4.2))
+    streams = list(dict.fromkeys(row["stream"] for row in rows))
+    colours = matplotlib.colormaps["tab10"]
+    x = 0.0
+    ticks, names = [], []
+    for s, stream in enumerate(streams):
+        group = [row for row in rows if row["stream"] == stream]
+        start = x
+        for row in group:
+            run = row["run_events_per_cpu_s"]
+            ax.bar(x, run["median"], width=0.7, color=colours(s))
+            ax.plot([x - 0.35, x + 0.35], [run["best"]] * 2, color="black", linewidth=0.8)
+            ax.text(
+                x,
+                run["median"] * 1.08,
+                f"{row['ratio_to_ceiling_cpu']['median']:.0%}",
+                ha="center",
+                fontsize=7,
+            )
+            ticks.append(x)
+            names.append(row["model"])
+            x += 1.0
+        ceiling_rate = statistics.median(r["ceiling_events_per_cpu_s"]["median"] for r in group)
+        ax.plot(
+            [start - 0.45, x - 0.55],
+            [ceiling_rate] * 2,
+            color=colours(s),
+            linestyle="--",
+            label=f"ceiling, {stream}",
+        )
+        x += 0.6
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_yscale("log")
+    ax.set_xticks(ticks, names, rotation=30, ha="right")
+    ax.set_ylabel("events per CPU-second (whole process)")
+    ax.set_title(
+        "stream-nb run, file → file: median of the turns (tick: best), "
+        "share of the parse+emit ceiling above each bar",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--pair-repeats",
-        type=int,
-        default=None,
-        help="alternating runs of the ceiling and stream-nb run (default: --repeats + 4)",
+        "--events", type=int, default=1_000_000, help="lines of the agrawal/categorical streams"
     )
-    parser.add_argument("--model", default="NaiveBayes")
+    parser.add_argument("--turns", type=int, default=5, help="alternating turns")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each in-process row")
+    parser.add_argument(
+        "--model", default=None, help="comma-separated learners (default: every family)"
+    )
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--breakdown", action="store_true", help="add the in-process rows")
     parser.add_argument("--profile", action="store_true", help="profile the in-process engine")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--plot", default=str(PLOT), help="the plot ('' for none)")
     args = parser.parse_args(argv)
-    if args.pair_repeats is None:
-        args.pair_repeats = args.repeats + 4
+    families = list(FAMILIES)
+    if args.model is not None:
+        wanted = args.model.split(",")
+        unknown = sorted(set(wanted) - {f.model for f in FAMILIES})
+        if unknown:
+            parser.error(
+                f"--model: no family for {unknown}; choose from {[f.model for f in FAMILIES]}"
+            )
+        families = [f for f in FAMILIES if f.model in wanted]
     tune_malloc()  # as stream-nb run does, for the in-process rows
     compile_bytecode()
     exe = shutil.which("stream-nb") or str(Path(sys.executable).parent / "stream-nb")
-    model_cls = Learner._registry.get(args.model)
-    if model_cls is None:
-        parser.error(f"--model: unknown learner {args.model!r}")
-    # GaussianNB models numbers only: give it Agrawal's nominal attributes as ints.
-    nominal = args.model != "GaussianNB"
-    # Written as generated: a million events held in this process would slow the
-    # measured subprocess down (memory the machine reclaims from the page cache).
-    n = 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        src = tmp / "agrawal.jsonl"
-        with open(src, "wb") as f:
-            for x, y in agrawal(args.seed, args.events, nominal=nominal):
-                f.write(orjson.dumps({**x, "y": y}, option=orjson.OPT_APPEND_NEWLINE))
-                n += 1
-        size = src.stat().st_size
+        # Written as generated: a million events held in this process would slow the
+        # measured subprocess down (memory the machine reclaims from the page cache).
+        files: dict[StreamKey, Path] = {}
+        sizes: dict[StreamKey, int] = {}
+        for family in families:
+            key = _key(family, args.events)
+            if key not in files:
+                files[key] = tmp / f"stream{len(files)}.jsonl"
+                sizes[key] = write_stream(files[key], key, args.seed)
         if args.profile:
+            family = families[0]
             profiler = cProfile.Profile()
-            profiler.runcall(in_process, model_cls(), src, tmp / "p.jsonl", True)
+            make = Learner.registered()[family.model]
+            profiler.runcall(in_process, make(), files[_key(family, args.events)], tmp / "p", True)
             text = io.StringIO()
-            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(20)
+            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
             print(text.getvalue())
             return 0
-        rows: dict[str, tuple[float, float]] = {}
-        # The ratio's two sides alternate, so both meet the same machine (a shared VM
-        # drifts from minute to minute); each keeps its best run.
-        pair = _best_alternating(
-            lambda: ceiling(src, tmp / "c.jsonl"),
-            lambda: cli_run(exe, args.model, src, tmp / "o.jsonl"),
-            args.pair_repeats,
-        )
-        rows["ceiling: orjson loads + dumps, no model"] = pair[0]
-        rows[f"stream-nb run --model {args.model} (subprocess)"] = pair[1]
-        turn_ratios = sorted(pair[2])
-        rows[f"engine in process, {args.model} + evaluator"] = _best(
-            lambda: in_process(model_cls(), src, tmp / "e.jsonl", True), args.repeats
-        )
-        rows[f"engine in process, {args.model}, no evaluator"] = _best(
-            lambda: in_process(model_cls(), src, tmp / "e.jsonl", False), args.repeats
-        )
-        rows["engine in process, null learner (per-event path), no evaluator"] = _best(
-            lambda: in_process(_NullLearner(), src, tmp / "e.jsonl", False), args.repeats
-        )
-        alone = list(agrawal(args.seed, min(n, 200_000), nominal=nominal))
-        rows[f"{args.model} alone, per event (predict_log_proba_one + learn_one)"] = _scaled(
-            _best(lambda: learner_alone(model_cls, alone), args.repeats), n / len(alone)
-        )
+        runs = run_turns(families, files, args.events, args.turns, exe, tmp)
+        breakdown = []
+        if args.breakdown:
+            for family in families:
+                key = _key(family, args.events)
+                breakdown += breakdown_rows(family, files[key], key[2], args.repeats, tmp)
         empty = tmp / "empty.jsonl"
         empty.write_bytes(b"")
-        startup = _best(lambda: cli_run(exe, args.model, empty, tmp / "s.jsonl"), args.repeats)
-    ceiling_wall, ceiling_cpu = next(iter(rows.values()))
-    cli_wall, cli_cpu = rows[f"stream-nb run --model {args.model} (subprocess)"]
+        startup = _best(lambda: cli_run(exe, families[0].model, empty, tmp / "s.jsonl"), 3)
     result = {
-        "events": n,
-        "file_bytes": size,
-        "model": args.model,
+        "turns": args.turns,
         "repeats": args.repeats,
-        "pair_repeats": args.pair_repeats,
+        "seed": args.seed,
+        "batch_size": _cli_batch_size(),
         "machine": machine(),
-        "rows": [
-            {
-                "name": name,
-                "wall_seconds": w,
-                "cpu_seconds": c,
-                "events_per_s_wall": n / w,
-                "events_per_s_cpu": n / c,
-            }
-            for name, (w, c) in rows.items()
-        ],
         "startup_seconds_wall": startup[0],
         "startup_seconds_cpu": startup[1],
-        "batch_size": _cli_batch_size(),
-        "ratio_to_ceiling_wall": ceiling_wall / cli_wall,
-        "ratio_to_ceiling_cpu": ceiling_cpu / cli_cpu,
-        "turn_ratios_cpu": turn_ratios,
-        "median_turn_ratio_cpu": turn_ratios[len(turn_ratios) // 2],
-        "target_ratio": TARGET_RATIO,
+        "families": [
+            family_row(
+                family,
+                _key(family, args.events)[2],
+                sizes[_key(family, args.events)],
+                runs[family.model],
+            )
+            for family in families
+        ],
+        "breakdown": breakdown,
     }
-    lines = [
-        f"`stream-nb run` file → file, {n:,} Agrawal events ({size / 1e6:.1f} MB), "
-        f"best of {args.pair_repeats} alternating runs for the first two rows and of "
-        f"{args.repeats} for the others; machine: {result['machine']['cpu']}, "
-        f"{result['machine']['cores']} cores, load {result['machine']['load_average'][0]:.1f}, "
-        f"Python {result['machine']['python']}",
-        "",
-        "| measurement | events/s (wall) | events/s (CPU) |",
-        "|---|---:|---:|",
-    ]
-    for row in result["rows"]:
-        lines.append(
-            f"| {row['name']} | {row['events_per_s_wall']:,.0f} | {row['events_per_s_cpu']:,.0f} |"
-        )
-    lines.append("")
-    lines.append(
-        f"Start-up of `stream-nb run` alone (empty input): {startup[0]:.2f} s wall, "
-        f"{startup[1]:.2f} s CPU. Batch size {result['batch_size']} (the CLI default)."
-    )
-    lines.append("")
-    lines.append(
-        f"`stream-nb run` reaches {result['ratio_to_ceiling_wall']:.1%} of the ceiling "
-        f"(wall), {result['ratio_to_ceiling_cpu']:.1%} (CPU) on the best runs; the CPU "
-        f"ratio of each turn (ceiling, then stream-nb run) ranged "
-        f"{turn_ratios[0]:.1%}–{turn_ratios[-1]:.1%}, median "
-        f"{result['median_turn_ratio_cpu']:.1%}; target {TARGET_RATIO:.0%}."
-    )
-    table = "\n".join(lines)
+    table = markdown(result)
     print(table)
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "engine.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.output / "engine.md").write_text(table + "\n")
+    if args.plot:
+        write_plot(result, Path(args.plot))
     return 0
 
 

@@ -489,7 +489,8 @@ class Learner(abc.ABC):
         """Record every event learned from now on into ``delta`` (default: a fresh
         :meth:`clone` that bins like this model) that already learned ``weight``.
 
-        While a delta is tracked, :attr:`columns_supported` is ``False``.
+        While a delta is tracked, :attr:`columns_supported` is ``False`` unless the
+        class's batch kernels record into it (``capabilities.kernel_records_delta``).
 
         Examples
         --------
@@ -593,6 +594,25 @@ class Learner(abc.ABC):
             if y is not None and i not in errors:
                 learn(x, y, w)
                 self._delta_weight += w
+
+    def _delta_recorded(
+        self, ys: Sequence[Hashable | None], ws: Sequence[float] | None = None
+    ) -> None:
+        """A batch kernel added what a batch with labels ``ys`` (``None``: not learned)
+        and weights ``ws`` (``None``: all 1) taught the model to the tracked
+        :attr:`delta` itself: count its learned events as :meth:`learn_one` counts
+        each event it records."""
+        delta = self._delta
+        if delta is None:
+            return
+        total = self._delta_weight
+        n = 0
+        for i, y in enumerate(ys):
+            if y is not None:
+                n += 1
+                total += 1.0 if ws is None else ws[i]
+        delta.n_learned += n
+        self._delta_weight = total
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:

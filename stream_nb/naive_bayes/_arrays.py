@@ -11,33 +11,69 @@ are the prefix sums and row reductions the kernels compute with.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
+from stream_nb._softmax import ABSORB
 from stream_nb.limits import MAX_WEIGHT, MIN_WEIGHT
 
 __all__ = [
+    "MIN_BATCH",
     "BatchClasses",
     "Learned",
     "exclusive_cumsum",
+    "first_rows",
     "grouped_exclusive_cumsum",
+    "per_event_answers",
+    "posteriors",
     "row_max_argmax",
     "row_sum",
     "sum_of_logs",
 ]
 
+#: Below this many events the per-event loop is cheaper than numpy's fixed
+#: cost per array operation (a few dozen per batch); see docs/benchmarks.md.
+MIN_BATCH = 64
 
-class Learned(NamedTuple):
-    """What a batch adds (:meth:`BatchClasses.learned`)."""
+#: ``(log_probas, predictions, errors)``, as :meth:`~stream_nb.base.Learner.predict_learn_many`
+Answers = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 
-    #: The batch's total weight of each class that has one, in class order.
-    class_weights: list[tuple[Hashable, float]]
-    #: Every event's weight.
-    weights: list[float]
-    #: ``(label, weight)`` of each labelled event, in order (real-valued weights are
-    #: added one event at a time, as the per-event path does).
-    event_weights: list[tuple[Hashable, float]]
+
+class Learned:
+    """What a batch adds (:meth:`BatchClasses.learned`); the per-event lists are built
+    on first use (a batch of unit weights adds its class totals only)."""
+
+    __slots__ = ("_event_weights", "_w", "_weights", "_ys", "class_weights")
+
+    def __init__(
+        self,
+        class_weights: list[tuple[Hashable, float]],
+        ys: Sequence[Hashable | None],
+        w: np.ndarray,
+    ) -> None:
+        #: The batch's total weight of each class that has one, in class order.
+        self.class_weights = class_weights
+        self._ys = ys
+        self._w = w
+        self._weights: list[float] | None = None
+        self._event_weights: list[tuple[Hashable, float]] | None = None
+
+    @property
+    def weights(self) -> list[float]:
+        """Every event's weight."""
+        if self._weights is None:
+            self._weights = self._w.tolist()
+        return self._weights
+
+    @property
+    def event_weights(self) -> list[tuple[Hashable, float]]:
+        """``(label, weight)`` of each labelled event, in order (real-valued weights are
+        added one event at a time, as the per-event path does)."""
+        if self._event_weights is None:
+            self._event_weights = [
+                (y, wi) for y, wi in zip(self._ys, self.weights, strict=True) if y is not None
+            ]
+        return self._event_weights
 
 
 class BatchClasses:
@@ -107,11 +143,20 @@ class BatchClasses:
         unit = ws is None
         w = np.ones(b)
         if ws is not None:
-            w = np.asarray(ws, dtype=np.float64)
-            if len(w) != b or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
+            try:
+                w = np.asarray(ws, dtype=np.float64)
+            except (TypeError, ValueError):
+                return None  # not numbers: the per-event path names the weight
+            if w.shape != (b,) or not ((w >= MIN_WEIGHT) & (w <= MAX_WEIGHT)).all():
                 return None  # the per-event path raises the right error
             unit = bool((w == 1.0).all())
         return cls(labels, w, unit, k_arr)
+
+    def first_order(self) -> list[int]:
+        """The classes that learn in this batch (their ``k``), in the order of their first
+        labelled event (the order in which learning event by event meets them)."""
+        ks, first = np.unique(self.k, return_index=True)
+        return ks.take(np.argsort(first, kind="stable")).tolist()  # type: ignore[no-any-return]
 
     def learned(self, ys: Sequence[Hashable | None], wk: np.ndarray | None = None) -> Learned:
         """What the batch with labels ``ys`` adds; ``wk`` is ``onehot.sum(axis=1)`` if the
@@ -119,9 +164,7 @@ class BatchClasses:
         if wk is None:
             wk = self.onehot.sum(axis=1)
         class_weights = [(self.labels[k], c) for k, c in enumerate(wk.tolist()) if c]
-        weights = self.w.tolist()
-        event_weights = [(y, wi) for y, wi in zip(ys, weights, strict=True) if y is not None]
-        return Learned(class_weights, weights, event_weights)
+        return Learned(class_weights, ys, self.w)
 
 
 def exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -190,20 +233,23 @@ def sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Column ``i`` of the K × n array ``a``: the sum of columns ``l < i`` with
-    ``codes[l] == codes[i]``.
+    """Column ``i`` of the K × n array ``a`` repeated along its columns to the length of
+    ``codes`` (n divides it): the sum of columns ``l < i`` with ``codes[l] == codes[i]``.
 
     Examples
     --------
     >>> grouped_exclusive_cumsum(np.array([0, 1, 0, 0]), np.array([[1.0, 2.0, 3.0, 4.0]]))
     array([[0., 0., 1., 4.]])
+    >>> grouped_exclusive_cumsum(np.array([0, 0, 0, 0]), np.array([[1.0, 2.0]]))
+    array([[0., 1., 3., 4.]])
     """
     # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
     keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
     order = np.argsort(keys, kind="stable")
     sorted_codes = codes.take(order)
     # (``take`` along an axis: several times faster than fancy indexing of a 2-D array)
-    sums = exclusive_cumsum(a.take(order, axis=1), axis=-1)
+    columns = order if a.shape[1] == len(codes) else order % a.shape[1]
+    sums = exclusive_cumsum(a.take(columns, axis=1), axis=-1)
     # subtract, in each group, the running sum reached at the group's first column
     new_group = np.empty(len(codes), dtype=bool)
     new_group[0] = True
@@ -213,3 +259,48 @@ def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     unsort = np.empty_like(order)
     unsort[order] = np.arange(len(order))
     return sums.take(unsort, axis=1)
+
+
+def first_rows(keys: np.ndarray) -> dict[int, int]:
+    """Each distinct key of ``keys`` and the index of its first occurrence.
+
+    Examples
+    --------
+    >>> first_rows(np.array([5, 3, 5, 2]))
+    {2: 3, 3: 1, 5: 0}
+    """
+    distinct, first = np.unique(keys, return_index=True)
+    return dict(zip(distinct.tolist(), first.tolist(), strict=True))
+
+
+def posteriors(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Normalise the K × B joint log-likelihoods of a batch (max-shifted log-sum-exp, as
+    :func:`stream_nb.base.log_softmax`) and decide (the first most probable class).
+
+    Returns ``(log_proba, best)``: the B × K log posteriors and each event's
+    column of its decision; ``None`` when a score is not finite (beyond the
+    double range: the per-event path handles the batch).
+    """
+    if not np.isfinite(jll).all():
+        return None
+    top, best = row_max_argmax(jll.T)
+    log_total = np.log(row_sum(np.exp(jll - top[None, :]).T))
+    if np.abs(top).max() < ABSORB:
+        log_proba = (jll - (top + log_total)[None, :]).T  # B × K (a view of the K × B array)
+    else:  # (see stream_nb.base.ABSORB)
+        log_proba = ((jll - top[None, :]) - log_total[None, :]).T
+    return log_proba, best
+
+
+def per_event_answers(labels: list[Hashable], log_proba: np.ndarray, best: np.ndarray) -> Answers:
+    """A kernel's arrays as :meth:`~stream_nb.base.Learner.predict_learn_many` answers:
+    one ``{label: log posterior}`` dict and one decision per event, no errors."""
+    lp_rows = log_proba.tolist()
+    log_probas: list[dict[Hashable, float] | None]
+    if len(labels) == 2:
+        first, second = labels
+        log_probas = [{first: u, second: v} for u, v in lp_rows]
+    else:
+        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
+    predictions: list[Hashable | None] = list(map(labels.__getitem__, best.tolist()))
+    return log_probas, predictions, {}

@@ -13,6 +13,10 @@ scores). Each count is a prefix sum over the batch:
   ``y`` learned before ``i`` (:attr:`BatchClasses.before`);
 - ``S_f`` grows by one at the first *learned* occurrence of a new value.
 
+A missing value (``None``) adds no term and is not learned: its event gets
+its own code, outside the feature's values, and the present weights of its
+feature are a prefix sum of the class weights of the events where it is present.
+
 :class:`CategoricalColumns` computes these terms for the whole batch, then
 learns the batch into the statistics: a kernel that uses it decides, adds its
 own terms (the class prior, Gaussian terms) and calls :meth:`~CategoricalColumns.learn`
@@ -27,9 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb._exceptions import InvalidEventError
+from stream_nb._state import check_categories
 from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     Learned,
+    exclusive_cumsum,
+    first_rows,
     grouped_exclusive_cumsum,
     sum_of_logs,
 )
@@ -39,6 +47,12 @@ __all__ = ["CategoricalColumns"]
 
 #: A feature's value -> code map starts afresh beyond this many values.
 _MAX_CODES = 1 << 16
+#: Codes below this (and the code of a missing value, one more) fit in a byte.
+_BYTE_CODES = 255
+
+#: ``(value, label, weight)`` added to ``N_{y,f,v}``, and ``(label, weight)`` to ``N_{y,f}``
+Items = list[tuple[Any, Hashable, float]]
+ClassWeights = list[tuple[Hashable, float]]
 
 
 class CategoricalColumns:
@@ -69,50 +83,73 @@ class CategoricalColumns:
     {'sun': {'play': 2.0, 'stay': 1.0}, 'rain': {'stay': 1.0}, 'fog': {'play': 1.0}}
     """
 
-    __slots__ = ("bucketed", "coded", "codes_all", "columns", "features", "size", "stats")
+    __slots__ = (
+        "bucketed",
+        "coded",
+        "codes_all",
+        "columns",
+        "features",
+        "integral",
+        "missing",
+        "size",
+        "stats",
+    )
 
     def __init__(
         self,
         stats: CategoricalStatistics,
-        features: tuple[str, ...],
+        features: tuple[Hashable, ...],
         columns: list[Sequence[Any]],
         b: int,
         bucketed: frozenset[Hashable],
+        missing: list[np.ndarray | None],
     ) -> None:
         self.stats = stats
         self.features = features
         self.columns = columns
         self.size = b  # events
         self.bucketed = bucketed  # the full features, whose new values read as the bucket
-        # per feature: (values by code, the code of every event, the codes in the batch)
-        self.coded: list[tuple[list[Any], np.ndarray, list[int]]] = []
+        # per feature: the rows of its missing values (None: none)
+        self.missing = missing
+        # per feature: (values by code, the code of every event, the codes of the values
+        # in the batch, the code of a missing value or -1)
+        self.coded: list[tuple[list[Any], np.ndarray, list[int], int]] = []
         # every event's global value code, feature after feature (log_likelihoods)
         self.codes_all: np.ndarray | None = None
+        # unit weights and whole start counts: a batch's totals add exactly at once
+        self.integral = False
 
     @classmethod
     def of(
         cls,
         stats: CategoricalStatistics,
-        features: tuple[str, ...],
+        features: tuple[Hashable, ...],
         columns: list[Sequence[Any]],
         b: int,
     ) -> CategoricalColumns | None:
         """The columns of ``features`` (each learned in ``stats``), ``b`` events each, with
         values new to a full feature read as its "other" bucket (None), as per event;
-        ``None`` when a column has another length or a full feature a missing value."""
+        ``None`` when a column has another length, or a value new to a full feature
+        is not a category."""
         if any(len(col) != b for col in columns):
             return None
         bucketed: frozenset[Hashable] = frozenset()
+        missing: list[np.ndarray | None] = [None] * len(features)
         if stats.max_values is not None:
             found = stats.bucket_columns(features, columns)
             if found is None:
                 return None
-            columns, bucketed = found
-        return cls(stats, features, columns, b, bucketed)
+            mapped, bucketed = found
+            for j, (f, col) in enumerate(zip(features, columns, strict=True)):
+                if f in bucketed and None in col:
+                    # (the bucket is None too: the missing values are read from the column)
+                    missing[j] = np.flatnonzero([v is None for v in col])
+            columns = mapped
+        return cls(stats, features, columns, b, bucketed, missing)
 
     def encode(self) -> bool:
         """Code every value, before any statistic changes; ``False`` for a batch the
-        per-event path must take (a missing or unhashable value).
+        per-event path must take (a value that is not a category: unhashable, NaN…).
 
         Codes come from a value -> code map kept with the statistics across batches
         (:attr:`CategoricalStatistics.codes`: not a statistic, never saved, and a stale
@@ -122,27 +159,43 @@ class CategoricalColumns:
         vocabularies = stats.codes
         b = self.size
         bucketed = self.bucketed
-        for f, col in zip(self.features, self.columns, strict=True):
+        for j, (f, col) in enumerate(zip(self.features, self.columns, strict=True)):
             vocabulary = vocabularies.get(f)
             if vocabulary is None or len(vocabulary[1]) > _MAX_CODES:
                 vocabulary = vocabularies[f] = ({}, [])
             codes, code_values = vocabulary
             try:
-                code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
+                coded = operator.itemgetter(*col)(codes)
             except (KeyError, TypeError):
-                # new values (never None: a missing value sends the batch to the per-event path)
                 try:
                     fresh = [value for value in dict.fromkeys(col) if value not in codes]
                 except TypeError:
                     return False  # unhashable value: the per-event path names it
-                if f not in bucketed and any(value is None for value in fresh):
-                    return False
+                try:  # (so every value with a code is a category, or None)
+                    check_categories(dict(enumerate(fresh)))
+                except InvalidEventError:
+                    return False  # the per-event path names it
                 for value in fresh:
                     codes[value] = len(code_values)
                     code_values.append(value)
-                code_arr = np.fromiter(operator.itemgetter(*col)(codes), dtype=np.intp, count=b)
-            in_batch = np.flatnonzero(np.bincount(code_arr, minlength=len(code_values))).tolist()
-            self.coded.append((code_values, code_arr, in_batch))
+                coded = operator.itemgetter(*col)(codes)
+            if len(code_values) < _BYTE_CODES:  # (bytes() of small ints: a C loop, no objects)
+                code_arr = np.frombuffer(bytes(coded), dtype=np.uint8).astype(np.intp)
+            else:
+                code_arr = np.fromiter(coded, dtype=np.intp, count=b)
+            n_values = len(code_values)
+            rows = self.missing[j]
+            if f not in bucketed:  # a None is a missing value
+                none = codes.get(None)
+                if none is not None:
+                    hits = np.flatnonzero(code_arr == none)
+                    rows = self.missing[j] = hits if len(hits) else None
+            slot = -1
+            if rows is not None:
+                slot = n_values  # the code of a missing value: no value's
+                code_arr[rows] = slot
+            counted = np.bincount(code_arr, minlength=n_values)[:n_values]
+            self.coded.append((code_values, code_arr, np.flatnonzero(counted).tolist(), slot))
         return True
 
     def log_likelihoods(self, classes: BatchClasses, alpha: float) -> np.ndarray | None:
@@ -162,20 +215,21 @@ class CategoricalColumns:
         # All features at once: value codes made global (feature offsets), the events'
         # one-hot class weights repeated once per feature, and N_{y,f,v} before every
         # event as the start count plus a grouped exclusive cumsum over the batch.
-        sizes = [len(code_values) for code_values, _, _ in self.coded]
+        sizes = [len(code_values) + (slot >= 0) for code_values, _, _, slot in self.coded]
         offsets = np.cumsum([0, *sizes[:-1]]).tolist()
         codes_all = np.concatenate(
             [
                 code_arr + offset
-                for (_, code_arr, _), offset in zip(self.coded, offsets, strict=True)
+                for (_, code_arr, _, _), offset in zip(self.coded, offsets, strict=True)
             ]
         )
         seen_codes: list[int] = []  # global codes of learned values, and their counts
         seen_counts: list[float] = []
-        pres0 = np.empty((n_classes, n_cat))
-        smoothing = np.empty((1, n_cat, b))
-        for j, (f, (code_values, code_arr, present_codes), offset) in enumerate(
-            zip(self.features, self.coded, offsets, strict=True)
+        pres0 = np.empty((n_classes, n_cat))  # N_{y,f} at the batch start
+        smoothing = np.empty(n_cat)  # S_f α at the batch start
+        grows: list[tuple[int, np.ndarray]] = []  # (f, S_f α growth before every event)
+        for j, (f, (code_values, code_arr, present_codes, _), offset, size) in enumerate(
+            zip(self.features, self.coded, offsets, sizes, strict=True)
         ):
             values = counts[f]
             by_class = present[f]
@@ -188,77 +242,169 @@ class CategoricalColumns:
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
+            smoothing[j] = len(values) * alpha
             if unseen and not stats.accepts_new_values(f, [code_values[c] for c in unseen]):
                 return None  # a value past max_values_per_feature, or not a category
             if unseen:
                 # S_f grows by one at each new value's first *learned* occurrence
-                is_new = np.zeros(len(code_values), dtype=bool)
+                is_new = np.zeros(size, dtype=bool)
                 is_new[unseen] = True
                 learned_new = np.flatnonzero(labelled & is_new[code_arr])
                 _, first = np.unique(code_arr[learned_new], return_index=True)
                 new_first = np.sort(learned_new[first])
-                distinct = len(values) + np.searchsorted(new_first, np.arange(b), side="left")
-                smoothing[0, j] = distinct * alpha
-            else:
-                smoothing[0, j] = len(values) * alpha
-        start = np.zeros((n_classes, sum(sizes)))  # K × global code
+                grows.append((j, np.searchsorted(new_first, np.arange(b), side="left") * alpha))
+        seen = np.array(seen_counts).reshape(-1, n_classes).T
+        start = np.full((n_classes, sum(sizes)), alpha)  # K × global code: N_{y,f,v} + α
         if seen_codes:
-            start[:, seen_codes] = np.array(seen_counts).reshape(-1, n_classes).T
-        before = grouped_exclusive_cumsum(codes_all, np.tile(classes.onehot, (1, n_cat)))
-        count = (start.take(codes_all, axis=1) + before).reshape(n_classes, n_cat, b)
-        count += alpha
-        pres = pres0[:, :, None] + classes.before[:, None, :]
-        pres += smoothing
+            start[:, seen_codes] += seen
+        count = grouped_exclusive_cumsum(codes_all, classes.onehot)
+        count += start.take(codes_all, axis=1)
+        count = count.reshape(n_classes, n_cat, b)
+        base = pres0 + smoothing  # N_{y,f} + S_f α at the batch start
+        pres = base[:, :, None] + classes.before[:, None, :]
+        for j, rows in enumerate(self.missing):
+            if rows is not None:  # N_{y,f} grows only where f is present
+                onehot = classes.onehot.copy()
+                onehot[:, rows] = 0.0
+                pres[:, j, :] = base[:, j, None] + exclusive_cumsum(onehot, axis=-1)
+        for j, grow in grows:
+            pres[:, j, :] += grow
+        for j, rows in enumerate(self.missing):
+            if rows is not None:  # no term where f is missing: log(1 / 1)
+                count[:, j, rows] = 1.0
+                pres[:, j, rows] = 1.0
         self.codes_all = codes_all
+        if classes.unit:
+            self.integral = bool(
+                (seen == np.floor(seen)).all() and (pres0 == np.floor(pres0)).all()
+            )
         terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return terms
 
-    def learn(self, classes: BatchClasses, ys: Sequence[Hashable | None], learned: Learned) -> None:
+    def learn(
+        self,
+        classes: BatchClasses,
+        ys: Sequence[Hashable | None],
+        learned: Learned,
+        delta: CategoricalStatistics | None = None,
+    ) -> None:
         """Learn the batch (labels ``ys``, what it adds ``learned``) into the statistics'
         ``N_{y,f}`` and ``N_{y,f,v}``, after :meth:`log_likelihoods` (the class weights
-        ``N_y`` are the kernel's to add). With unit weights the totals per value and
-        class are exact integers, added at once; otherwise each event's weight is added
-        in order, as the per-event path does."""
+        ``N_y`` are the kernel's to add), and into ``delta`` (a model-sync delta's
+        statistics) too.
+
+        With unit weights and whole counts, the totals per value and class are exact
+        integers, added at once; otherwise each event's weight is added in order, as the
+        per-event path does. Values, classes and features new to a store are added in
+        the order of their first learned event, as learning event by event does.
+        """
         codes_all = self.codes_all
         if codes_all is None:
             raise RuntimeError("CategoricalColumns.learn needs log_likelihoods first")
-        stats = self.stats
+        targets = [self.stats] if delta is None else [self.stats, delta]
+        if delta is not None:
+            delta.add_features(self.first_learned(classes, delta))
         labels = classes.labels
         n_classes = len(labels)
-        sizes = [len(code_values) for code_values, _, _ in self.coded]
-        value_totals = None
-        if classes.unit:
-            # N_{y,f,v} learned in this batch, per global value code and class
-            learned_codes = codes_all.reshape(len(self.features), self.size)
-            if classes.n_labelled < self.size:
+        b = self.size
+        sizes = [len(code_values) + (slot >= 0) for code_values, _, _, slot in self.coded]
+        offsets = np.cumsum([0, *sizes[:-1]]).tolist()
+        keys = None
+        if classes.unit and self.integral:
+            # N_{y,f,v} learned in this batch, per global value code and class, for all
+            # features at once: the non-zero totals in code order, cut at the features
+            learned_codes = codes_all.reshape(len(self.features), b)
+            if classes.n_labelled < b:
                 learned_codes = learned_codes.take(classes.rows, axis=1)
-            learned_codes = learned_codes * n_classes + classes.k
-            value_totals = np.bincount(
-                learned_codes.ravel(), minlength=sum(sizes) * n_classes
-            ).reshape(-1, n_classes)
-        offset = 0
-        for f, col, (code_values, _, _) in zip(
-            self.features, self.columns, self.coded, strict=True
+            keys = learned_codes * n_classes + classes.k
+            value_totals = np.bincount(keys.ravel(), minlength=sum(sizes) * n_classes).reshape(
+                -1, n_classes
+            )
+            slots = [o + len(cv) for (cv, _, _, slot), o in zip(self.coded, offsets) if slot >= 0]  # noqa: B905
+            value_totals[slots] = 0  # (missing values are not learned)
+            nz_codes, nz_classes = np.nonzero(value_totals)
+            nz_totals = value_totals[nz_codes, nz_classes].astype(np.float64).tolist()
+            bounds = np.searchsorted(nz_codes, [*offsets, len(value_totals)]).tolist()
+            by_feature = np.add.reduceat(value_totals, offsets, axis=0).astype(np.float64).tolist()
+            nz_codes_l, nz_classes_l = nz_codes.tolist(), nz_classes.tolist()
+        for j, (f, col, (code_values, _, _, _), offset) in enumerate(
+            zip(self.features, self.columns, self.coded, offsets, strict=True)
         ):
-            items: list[tuple[Any, Hashable, float]]
-            if value_totals is not None:
-                totals = value_totals[offset : offset + len(code_values)]
-                nz_values, nz_classes = np.nonzero(totals)
+            items: Items
+            class_weights: ClassWeights
+            if keys is not None:
+                lo, hi = bounds[j], bounds[j + 1]
                 items = [
-                    (code_values[c], labels[k], float(t))
+                    (code_values[c - offset], labels[k], t)
                     for c, k, t in zip(
-                        nz_values.tolist(),
-                        nz_classes.tolist(),
-                        totals[nz_values, nz_classes].tolist(),
-                        strict=True,
+                        nz_codes_l[lo:hi], nz_classes_l[lo:hi], nz_totals[lo:hi], strict=True
                     )
                 ]
-                stats.add_batch(f, learned.class_weights, items)
+                class_weights = [(labels[k], c) for k, c in enumerate(by_feature[j]) if c]
+                if not all(target.knows(f, class_weights, items) for target in targets):
+                    items, class_weights = _first_order(
+                        keys[j], offset, len(code_values), labels, items, class_weights
+                    )
             else:
-                items = [
-                    (value, y, wi)
-                    for value, y, wi in zip(col, ys, learned.weights, strict=True)
-                    if y is not None
-                ]
-                stats.add_batch(f, learned.event_weights, items)
-            offset += len(code_values)
+                rows = self.missing[j]
+                weights = learned.weights
+                if rows is None:
+                    items = [
+                        (value, y, wi)
+                        for value, y, wi in zip(col, ys, weights, strict=True)
+                        if y is not None
+                    ]
+                else:
+                    present = np.ones(b, dtype=bool)
+                    present[rows] = False
+                    items = [
+                        (value, y, wi)
+                        for value, y, wi, here in zip(
+                            col, ys, weights, present.tolist(), strict=True
+                        )
+                        if here and y is not None
+                    ]
+                class_weights = [(y, wi) for _, y, wi in items]
+            for target in targets:
+                if f in target.present:
+                    target.add_batch(f, class_weights, items)
+
+    def first_learned(self, classes: BatchClasses, stats: CategoricalStatistics) -> list[Hashable]:
+        """The batch's features that ``stats`` has not learned and the batch learns, in
+        the order learning its events one by one would meet them."""
+        rows = classes.rows
+        met = []
+        for j, f in enumerate(self.features):
+            if f in stats.present:
+                continue
+            missing = self.missing[j]
+            here = rows if missing is None else np.setdiff1d(rows, missing, assume_unique=True)
+            if len(here):
+                met.append((int(here[0]), j, f))
+        met.sort(key=operator.itemgetter(0, 1))
+        return [f for _, _, f in met]
+
+
+def _first_order(
+    keys: np.ndarray,
+    offset: int,
+    n_values: int,
+    labels: list[Hashable],
+    items: Items,
+    class_weights: ClassWeights,
+) -> tuple[Items, ClassWeights]:
+    """``items`` and ``class_weights`` of one feature (whose learned events have the
+    global keys ``code × K + k``, in order) sorted by their first learned event."""
+    n_classes = len(labels)
+    low, high = offset * n_classes, (offset + n_values) * n_classes
+    class_first: dict[Hashable, int] = {}
+    item_first = []
+    for key, row in first_rows(keys).items():
+        if low <= key < high:  # (not a missing value)
+            y = labels[key % n_classes]
+            class_first[y] = min(row, class_first.get(y, row))
+            item_first.append(row)
+    # the items are in key order (np.nonzero), as are the keys of first_rows
+    order = sorted(range(len(items)), key=item_first.__getitem__)
+    ranked = sorted(class_weights, key=lambda cw: class_first[cw[0]])
+    return [items[i] for i in order], ranked

@@ -420,8 +420,10 @@ class CategoricalStatistics:
         self, features: Sequence[Hashable], columns: list[Sequence[Any]]
     ) -> tuple[list[Sequence[Any]], frozenset[Hashable]] | None:
         """A batch kernel's columns of learned ``features`` with the values new to a full
-        feature replaced by the "other" bucket, and the features so mapped; ``None``
-        when a full feature has a missing value (the per-event path handles those)."""
+        feature replaced by the "other" bucket, and the features so mapped (in which
+        a ``None`` is then either a missing value, kept, or the bucket: the kernel
+        tells them apart from the columns as given); ``None`` when a value so replaced
+        is not a category (the per-event path rejects its event)."""
         cap = self.max_values
         counts = self.counts
         out = []
@@ -431,9 +433,12 @@ class CategoricalStatistics:
             if cap is None or n_real(values) < cap:
                 out.append(col)
                 continue
-            if None in col:
+            try:
+                new = {v for v in col if v not in values}
+                check_categories(dict(enumerate(new)))
+            except (TypeError, InvalidEventError):
                 return None
-            out.append([v if v in values else OTHER for v in col])
+            out.append([OTHER if v in new and v is not None else v for v in col])
             mapped.append(f)
         return out, frozenset(mapped)
 
@@ -469,6 +474,34 @@ class CategoricalStatistics:
                 values[value] = {y: weight}
             else:
                 value_counts[y] = value_counts.get(y, 0.0) + weight
+
+    def knows(
+        self,
+        feature: Hashable,
+        class_weights: Iterable[tuple[Hashable, float]],
+        items: Iterable[tuple[Any, Hashable, float]],
+    ) -> bool:
+        """Whether :meth:`add_batch` of these would only add to counts that exist (no
+        feature, value or class new to them): the order of the items then does not
+        change the order of any store."""
+        by_class = self.present.get(feature)
+        if by_class is None or not all(y in by_class for y, _ in class_weights):
+            return False
+        values = self.counts[feature]
+        return all(y in values.get(value, _EMPTY) for value, y, _ in items)
+
+    def add_features(self, features: Iterable[Hashable]) -> None:
+        """Give the features not learned yet of ``features`` empty counts, in order, as
+        far as ``admit`` lets them (a batch kernel recording into a model-sync delta, for
+        the features it meets first)."""
+        present = self.present
+        counts = self.counts
+        admit = self.admit
+        for feature in features:
+            if feature in present or (admit is not None and not admit()):
+                continue
+            present[feature] = {}
+            counts[feature] = {}
 
     def add_classes(self, class_weights: Iterable[tuple[Hashable, float]]) -> None:
         """Add a batch's weight of each class to ``N_y`` and ``N``, in order, as

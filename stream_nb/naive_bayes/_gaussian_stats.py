@@ -500,6 +500,54 @@ class GaussianStatistics:
             )
         self.derive()
 
+    def merge_batch(
+        self,
+        labels: Sequence[Hashable],
+        features: Sequence[Hashable],
+        class_weights: Sequence[float],
+        moments: tuple[list[list[float]], list[list[float]]],
+        all_moments: tuple[float, list[float], list[float]],
+    ) -> None:
+        """Merge (as :meth:`merge`) the statistics of a batch of dense events learned
+        elsewhere, e.g. what a batch kernel learned, into a model-sync delta.
+
+        ``labels`` are the batch's classes in the order it first met them, with
+        their weights ``class_weights``; ``moments`` their ``(mean, m2)`` over
+        ``features`` (every event had every feature, so each feature's weight is
+        its class's); ``all_moments`` the batch's ``(weight, mean, m2)`` over
+        every feature, without the classes.
+
+        Examples
+        --------
+        >>> stats = GaussianStatistics(
+        ...     var_smoothing=1e-9, class_prior=None, prior_alpha=0.0, fit_prior=True,
+        ...     numeric_hint="numbers only", admit=lambda names: list(names),
+        ... )
+        >>> stats.learn({"a": 1.0}, "p", 1.0)
+        >>> stats.merge_batch(["q", "p"], ["a"], [1.0, 1.0], ([[5.0], [3.0]], [[0.0], [0.0]]),
+        ...                   (2.0, [4.0], [2.0]))
+        >>> stats.labels, stats.mean, stats.m2, stats.all_m2
+        (['p', 'q'], [[2.0], [5.0]], [[2.0], [0.0]], [8.0])
+        """
+        batch = GaussianStatistics(
+            var_smoothing=self.var_smoothing,
+            class_prior=self.class_prior,
+            prior_alpha=self.prior_alpha,
+            fit_prior=self.fit_prior,
+            numeric_hint=self.numeric_hint,
+            admit=list,
+        )
+        batch.labels = list(labels)
+        batch.class_weight = list(class_weights)
+        batch.features = list(features)
+        means, m2s = moments
+        batch.n = [[w] * len(features) for w in class_weights]
+        batch.mean, batch.m2 = means, m2s
+        all_weight, batch.all_mean, batch.all_m2 = all_moments
+        batch.all_n = [all_weight] * len(features)
+        batch.total_weight = all_weight
+        self.merge(batch, 1.0)
+
     def set_batch_end(
         self,
         moments: tuple[list[list[float]], list[list[float]], list[list[float]]],

@@ -19,14 +19,17 @@ max_j M2g_ij / ng_ij``. Categorical counts ``N_{k,f,v}`` before event ``i`` are
 the start counts plus an exclusive cumulative sum grouped by value, the
 present weights ``N_{k,f}`` the class prefix ``W_i``, and the number of
 distinct values ``S_f`` grows by one at the first *learned* occurrence of a
-new value. Scores then follow the learners' formulas for all events × classes
-at once, and the statistics after the batch are the prefix at ``i = B``.
+new value; a missing categorical value (``None``) adds no term
+(:mod:`~stream_nb.naive_bayes._categorical_batch`). Scores then follow the
+learners' formulas for all events × classes at once, and the statistics after
+the batch are the prefix at ``i = B``. A tracked model-sync delta gets the
+batch's own moments (merged by Chan's formula) and counts.
 
 The result equals the per-event path to rounding (about 1e-12 relative on
 the log posteriors; the tests ask for 1e-9). Anything unusual returns
 ``None`` and the caller runs the per-event loop: forgetting (``half_life``),
 fixed class priors, a label not learned before the batch, events with other
-keys than the learned features, missing (``None``) or non-numeric values,
+keys than the learned features, missing (``None``) or non-numeric Gaussian values,
 values beyond ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
 (:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
 the batch whose squares leave the double range, classes without statistics
@@ -42,13 +45,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stream_nb._softmax import ABSORB
 from stream_nb.limits import MAX_VALUE, MIN_VARIANCE
 from stream_nb.naive_bayes._arrays import (
+    MIN_BATCH,
     BatchClasses,
     exclusive_cumsum,
-    row_max_argmax,
-    row_sum,
+    per_event_answers,
+    posteriors,
     sum_of_logs,
 )
 from stream_nb.naive_bayes._categorical_batch import CategoricalColumns
@@ -59,10 +62,6 @@ if TYPE_CHECKING:
     from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
 
 __all__ = ["MIN_BATCH", "gaussian_predict_learn_columns", "gaussian_predict_learn_many"]
-
-#: Below this many events the per-event loop is cheaper than numpy's fixed
-#: cost per array operation (a few dozen per batch); see docs/benchmarks.md.
-MIN_BATCH = 64
 
 #: Same floor as GaussianStatistics.epsilon (ε never below it).
 _MIN_EPSILON = MIN_VARIANCE
@@ -106,15 +105,7 @@ def gaussian_predict_learn_many(
     if out is None:
         return None
     labels, log_proba, best = out
-    lp_rows = log_proba.tolist()
-    log_probas: list[dict[Hashable, float] | None]
-    if len(labels) == 2:
-        first, second = labels
-        log_probas = [{first: u, second: v} for u, v in lp_rows]
-    else:
-        log_probas = [dict(zip(labels, r, strict=True)) for r in lp_rows]
-    predictions: list[Hashable | None] = list(map(labels.__getitem__, best.tolist()))
-    return log_probas, predictions, {}
+    return per_event_answers(labels, log_proba, best)
 
 
 def gaussian_predict_learn_columns(
@@ -128,6 +119,8 @@ def gaussian_predict_learn_columns(
     *,
     var_smoothing: float,
     category_alpha: float,
+    delta: GaussianStatistics | None = None,
+    delta_categorical: CategoricalStatistics | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch of column-wise events into Gaussian (and categorical)
     statistics: feature ``names[j]`` of event ``i`` is ``columns[j][i]``.
@@ -143,6 +136,11 @@ def gaussian_predict_learn_columns(
     class) and ``learned`` the number of labelled events; ``None`` and nothing
     changed when the batch is not one the kernel handles. ``ws=None`` means
     every weight is 1.
+
+    ``delta`` and ``delta_categorical``: the statistics of a tracked model-sync
+    delta (:meth:`~stream_nb.base.Learner.track_delta`), which get what the
+    batch learned: its own moments per class, merged by Chan's formula, and its
+    category counts.
     """
     b = len(ys)
     labels = g.labels
@@ -252,14 +250,10 @@ def gaussian_predict_learn_columns(
         jll += terms
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
-    if not np.isfinite(jll).all():
+    normalised = posteriors(jll)
+    if normalised is None:
         return None  # (a score beyond the double range: the per-event path)
-    top, best = row_max_argmax(jll.T)
-    log_total = np.log(row_sum(np.exp(jll - top[None, :]).T))
-    if np.abs(top).max() < ABSORB:
-        log_proba = (jll - (top + log_total)[None, :]).T  # B × K (a view of the K × B array)
-    else:  # (see stream_nb.base.ABSORB)
-        log_proba = ((jll - top[None, :]) - log_total[None, :]).T
+    log_proba, best = normalised
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
@@ -275,6 +269,22 @@ def gaussian_predict_learn_columns(
         return None  # a batch sum squared past the double range: the per-event path
     # per class: (label, learned weight); unit weights give exact integer sums
     learned = classes.learned(ys, wk)
+    if delta is not None and classes.n_labelled:
+        # the batch's own statistics (shifted by the start means, as above)
+        order = classes.first_order()
+        w_k = wk[order]
+        t1_k = t1[:, order]
+        gw = float(wl.sum())
+        delta.merge_batch(
+            [labels[k] for k in order],
+            gaussian,
+            w_k.tolist(),
+            (
+                (mean0[:, order] + t1_k / w_k).T.tolist(),
+                np.maximum(t2[:, order] - t1_k * t1_k / w_k, 0.0).T.tolist(),
+            ),
+            (gw, (gmean0 + g1 / gw).tolist(), np.maximum(g2 - g1 * g1 / gw, 0.0).tolist()),
+        )
     g.set_batch_end(
         (n_end.T.tolist(), (mean0 + t1 / n_end).T.tolist(), m2_end.T.tolist()),
         (gn_end.tolist(), (gmean0 + g1 / gn_end).tolist(), gm2_end.tolist()),
@@ -285,5 +295,5 @@ def gaussian_predict_learn_columns(
         [float(classes.n_labelled)] if classes.unit else [wi for _, wi in learned.event_weights],
     )
     if batch is not None:
-        batch.learn(classes, ys, learned)
+        batch.learn(classes, ys, learned, delta_categorical)
     return result_labels, log_proba, best, classes.n_labelled

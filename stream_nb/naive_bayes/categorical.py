@@ -8,12 +8,17 @@ semi-naive learners (:mod:`stream_nb.seminaive`) hold too.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
 from stream_nb.base import Capabilities, Learner
+from stream_nb.naive_bayes._arrays import MIN_BATCH, per_event_answers
+from stream_nb.naive_bayes._categorical_kernel import (
+    categorical_predict_learn_columns,
+    columns_of_events,
+)
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 
 __all__ = ["CategoricalNB"]
@@ -89,7 +94,9 @@ class CategoricalNB(Learner):
     (4, [None, 'sunny'])
     """
 
-    capabilities = Capabilities(informative_features=True)
+    capabilities = Capabilities(
+        column_kernel=True, kernel_records_delta=True, informative_features=True
+    )
 
     def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
         return self.categorical.class_weight.items()
@@ -161,6 +168,103 @@ class CategoricalNB(Learner):
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         return self.categorical.joint_log_likelihood(x, self.alpha / self._scale)  # α raw
+
+    # ------------------------------------------------------------------ batch kernel
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many`, vectorised with numpy where the batch allows.
+
+        Every count an event sees is a prefix sum over the batch, so one numpy
+        pass gives every prediction (equal to the per-event loop to about
+        1e-12) and the counts after the batch (exactly those of the loop); see
+        :mod:`stream_nb.naive_bayes._categorical_kernel`. Events need not share
+        their keys (an absent feature is a missing one). Short or unusual
+        batches (forgetting, ``class_prior``, a new class, a feature new to
+        the model) run the per-event loop, and so does a class that does not
+        declare ``capabilities.column_kernel``.
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> xs = [{"sky": "sun" if i % 3 else "rain", "wind": i % 2 == 0} for i in range(200)]
+        >>> ys = ["play" if i % 3 else "stay" for i in range(200)]
+        >>> model = CategoricalNB()
+        >>> lps, preds, errors = model.predict_learn_many(xs, ys, [1.0] * 200)
+        >>> lps[0], preds[1], errors, model.n_learned
+        ({}, 'stay', {}, 200)
+        """
+        if type(self).capabilities.column_kernel and len(xs) >= MIN_BATCH:
+            found = columns_of_events(xs)
+            if found is not None and len(ys) == len(ws) == len(xs):
+                out = self._column_step(*found, ys, ws)
+                if out is not None:
+                    return per_event_answers(*out)
+        return Learner.predict_learn_many(self, xs, ys, ws)
+
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_columns` with the numpy kernel (same cases as
+        :meth:`predict_learn_many`; ``None`` otherwise).
+
+        Examples
+        --------
+        >>> from stream_nb import CategoricalNB
+        >>> model = CategoricalNB()
+        >>> model.learn_one({"sky": "sun"}, "play")
+        >>> model.learn_one({"sky": "rain"}, "stay")
+        >>> sky = ["sun", "rain", None, "fog"] * 25  # (None: missing)
+        >>> ys = ["play", "stay", "stay", "play"] * 25
+        >>> labels, log_proba, best = model.predict_learn_columns(("sky",), [sky], ys)
+        >>> labels, log_proba.shape, [labels[k] for k in best[:4]], model.n_learned
+        (['play', 'stay'], (100, 2), ['play', 'stay', 'play', 'stay'], 102)
+        """
+        return self._column_step(names, columns, ys, ws)
+
+    def _column_step(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
+        if not type(self).capabilities.column_kernel:
+            return None
+        if self.half_life is not None or self.class_prior is not None:
+            return None
+        delta = self.delta
+        if delta is not None and (
+            not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None
+        ):
+            # (a delta applies the cap to its own values: learn_one records it)
+            return None
+        stats = self.categorical
+        full = self.max_features is not None and len(stats.present) >= self.max_features
+        out = categorical_predict_learn_columns(
+            stats,
+            names,
+            columns,
+            ys,
+            ws,
+            alpha=self.alpha,
+            full=full,
+            delta=None if delta is None else delta.categorical,
+        )
+        if out is None:
+            return None
+        labels, log_proba, best, learned = out
+        self.n_learned += learned
+        self._delta_recorded(ys, ws)
+        return labels, log_proba, best
 
     def _merge(self, other: CategoricalNB, factor: float) -> None:
         mine, theirs = self.categorical, other.categorical

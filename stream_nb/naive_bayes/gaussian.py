@@ -107,9 +107,7 @@ class _GaussianLearner(Learner):
 
             out = gaussian_predict_learn_many(self._column_step, xs, ys, ws)
             if out is not None:
-                # the kernel bypasses learn_one
-                self._record_batch(xs, ys, ws, out[2])
-                return out
+                return out  # (a tracked delta: the kernel recorded the batch into it)
         return Learner.predict_learn_many(self, xs, ys, ws)
 
     def predict_learn_columns(
@@ -155,6 +153,13 @@ class _GaussianLearner(Learner):
         from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
         cat, alpha = self._categorical_part()
+        delta = self.delta
+        if delta is not None and (
+            not isinstance(delta, _GaussianLearner)
+            or (cat is not None and cat.max_values is not None)
+        ):
+            # (a delta applies max_values_per_feature to its own values: learn_one records)
+            return None
         out = gaussian_predict_learn_columns(
             self.gaussian,
             cat,
@@ -165,12 +170,22 @@ class _GaussianLearner(Learner):
             ws,
             var_smoothing=self.var_smoothing,
             category_alpha=alpha,
+            delta=None if delta is None else delta.gaussian,
+            delta_categorical=None if delta is None else delta._categorical_part()[0],
         )
         if out is None:
             return None
         labels, log_proba, best, learned = out
         self.n_learned += learned
+        if delta is not None:
+            self._delta_recorded(ys, ws)
+            delta._recorded_kinds(names)
         return labels, log_proba, best
+
+    def _recorded_kinds(self, names: tuple[str, ...]) -> None:
+        """Hook: a batch kernel recorded a batch of features ``names`` into this model (a
+        delta); NaiveBayes fixes the kinds of the features it now has statistics for."""
+        return None
 
     def _categorical_part(self) -> tuple[CategoricalStatistics | None, float]:
         """The categorical statistics the batch kernel learns too, and their α
@@ -246,7 +261,9 @@ class GaussianNB(_GaussianLearner):
     1.0
     """
 
-    capabilities = Capabilities(numeric_only=True, column_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        numeric_only=True, column_kernel=True, kernel_records_delta=True, informative_features=True
+    )
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import gaussian_entries, state_stats

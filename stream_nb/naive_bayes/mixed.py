@@ -124,7 +124,9 @@ class NaiveBayes(_GaussianLearner):
         "numbers, or pass schema={{{feature!r}: 'categorical'}} to treat it as categorical"
     )
 
-    capabilities = Capabilities(column_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        column_kernel=True, kernel_records_delta=True, informative_features=True
+    )
 
     def feature_names(self) -> list[Hashable]:
         return list(self._kinds)  # every feature met, and the schema's
@@ -262,6 +264,10 @@ class NaiveBayes(_GaussianLearner):
         if fresh:
             self._fix_kinds(plan.gaussian, GAUSSIAN)
             self._fix_kinds([f for f, _ in cat], CATEGORICAL)
+
+    def _recorded_kinds(self, names: tuple[str, ...]) -> None:
+        self._fix_kinds(self.gaussian.order, GAUSSIAN)
+        self._fix_kinds([f for f in names if f not in self.gaussian.feature_index], CATEGORICAL)
 
     def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
         """Record the kind of the features that now have statistics."""

@@ -5,6 +5,7 @@ snapshots, flag/env handling, eval/inspect/merge/demo, and a /metrics scrape."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import re
@@ -220,7 +221,9 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path):
     expected = reference([(*events[i], None, positions[i]) for i in good], model, evaluator)
     out = lines_of(tmp_path / "out.jsonl")
     assert len(out) == len(good)
-    assert out == expected  # exactly one record per good line, in input order
+    # exactly one record per good line, in input order; the posteriors of the batch
+    # kernel equal the library's per-event ones to rounding (the counts exactly)
+    _close(out, expected)
     letters = lines_of(tmp_path / "dl.jsonl")
     assert [d["position"]["line"] - 1 for d in letters] == sorted(bad_at)
     final = Checkpointer(tmp_path / "ck").latest()[1]
@@ -230,7 +233,23 @@ def test_kill_9_at_random_points_loses_and_duplicates_nothing(tmp_path):
         "offset": (tmp_path / "in.jsonl").stat().st_size,
     }
     report = orjson.loads((tmp_path / "report.json").read_bytes())
-    assert report["report"] == orjson.loads(orjson.dumps(evaluator.report()))
+    _close(report["report"], orjson.loads(orjson.dumps(evaluator.report())))
+
+
+def _close(a, b):
+    """Equal, floats to 1e-9 (relative or absolute)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), (a, b)
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys()
+        for k in a:
+            _close(a[k], b[k])
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b)
+        for u, v in zip(a, b, strict=True):
+            _close(u, v)
+    else:
+        assert a == b
 
 
 # ---------------------------------------------------------------------- fuzz

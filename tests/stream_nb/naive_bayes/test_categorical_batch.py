@@ -21,8 +21,8 @@ LABELS = ["p", "q", "r"]
 FEATURES = ("f", "g", "h")
 
 
-def _event(rng: random.Random, values: str) -> dict[str, Any]:
-    return {f: rng.choice(values) for f in FEATURES}
+def _event(rng: random.Random, values: str, missing: float = 0.0) -> dict[str, Any]:
+    return {f: None if rng.random() < missing else rng.choice(values) for f in FEATURES}
 
 
 def _warm(rng: random.Random, max_values: int | None) -> CategoricalStatistics:
@@ -41,7 +41,8 @@ def test_terms_and_counts_equal_the_per_event_statistics(seed: int, max_values: 
     stats = _warm(rng, max_values)
     slow = copy.deepcopy(stats)
     b = rng.choice([5, 64, 200])
-    xs = [_event(rng, "abcdefg") for _ in range(b)]  # new values too (the bucket past 3)
+    # new values too (the bucket past 3), and missing values
+    xs = [_event(rng, "abcdefg", missing=0.2 * (seed % 3 != 0)) for _ in range(b)]
     ys: list[Hashable | None] = [rng.choice([*LABELS, None]) for _ in range(b)]
     unit = seed % 2 == 0
     ws = None if unit else [rng.choice([0.5, 1.0, 2.0]) for _ in range(b)]
@@ -62,10 +63,8 @@ def test_terms_and_counts_equal_the_per_event_statistics(seed: int, max_values: 
             assert math.isclose(terms[k, i], want[label], rel_tol=1e-12), (i, label)
         if y is not None:
             slow.learn(x.items(), y, 1.0 if ws is None else ws[i], False)
-    # exactly the same sums (as dicts: the batch adds new values in the order of their
-    # codes, given at their first occurrence, labelled or not, and classes in class order)
-    assert stats.present == slow.present
-    assert stats.counts == slow.counts
+    # exactly the same sums, and new values and classes in the same order
+    assert stats.to_state() == slow.to_state()
 
 
 def test_batches_left_to_the_per_event_path_change_nothing() -> None:
@@ -74,18 +73,16 @@ def test_batches_left_to_the_per_event_path_change_nothing() -> None:
     before = stats.to_state()
     columns = [["a"] * 4, ["b"] * 4, ["c"] * 4]
     assert CategoricalColumns.of(stats, FEATURES, columns, 5) is None  # a short column
-    missing = [["a", None, "b", "c"], ["b"] * 4, ["c"] * 4]
-    assert CategoricalColumns.of(stats, FEATURES, missing, 4) is None  # missing in a full one
     open_stats = _warm(random.Random(9), None)
     unhashable = CategoricalColumns.of(
         open_stats, FEATURES, [["a", ["x"]], ["b"] * 2, ["c"] * 2], 2
     )
     assert unhashable is not None and not unhashable.encode()
     nan = CategoricalColumns.of(open_stats, FEATURES, [["a", math.nan], ["b"] * 2, ["c"] * 2], 2)
-    assert nan is not None and nan.encode()
-    classes = BatchClasses.of(LABELS, {y: k for k, y in enumerate(LABELS)}, ["p", "q"], None)
-    assert classes is not None
-    assert nan.log_likelihoods(classes, 1.0) is None  # not a category: the per event error
+    assert nan is not None and not nan.encode()  # not a category: the per event error
+    assert math.nan not in open_stats.codes["f"][0]  # (a value with a code is a category)
+    # a value new to a full feature that is not a category: not put in the bucket
+    assert CategoricalColumns.of(stats, FEATURES, [["a", b"x"], ["b"] * 2, ["c"] * 2], 2) is None
     assert stats.to_state() == before
 
 

@@ -262,7 +262,8 @@ def test_batch_helpers_bucket_check_and_add() -> None:
     stats.learn([("g", "x")], "q", 1.0)
     found = stats.bucket_columns(("f", "g"), [["a", "c", "b"], ["x", "y", "x"]])
     assert found == ([["a", None, "b"], ["x", "y", "x"]], frozenset({"f"}))
-    assert stats.bucket_columns(("f",), [["a", None]]) is None  # a missing value: per event
+    # a missing value stays None (the kernel tells it from the bucket by the columns given)
+    assert stats.bucket_columns(("f",), [["a", None, "z"]]) == ([["a", None, None]], {"f"})
     assert stats.accepts_new_values("g", ["y"])
     assert not stats.accepts_new_values("g", ["y", "z"])  # past max_values
     assert not stats.accepts_new_values("g", [float("nan")])  # not a category
