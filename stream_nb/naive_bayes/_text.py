@@ -22,7 +22,7 @@ both are set, whichever is reached first applies.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, TypeVar
 
@@ -229,6 +229,46 @@ class _TokenLearner(Learner):
     def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
         return self._class_weight.items()
 
+    # ------------------------------------------------------------------ batch kernel
+    def predict_learn_rows(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_rows` with the learner's exact batch kernel
+        (:mod:`stream_nb.naive_bayes._text_batch`), or ``None`` for a batch it does
+        not take (nothing changed)."""
+        if not type(self).capabilities.row_kernel:
+            return None
+        return self._row_kernel(xs, ys, ws)
+
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
+        batch (:meth:`predict_learn_rows`), else the per-event loop."""
+        if type(self).capabilities.row_kernel:
+            out = self._row_kernel(xs, ys, ws)
+            if out is not None:
+                from stream_nb.naive_bayes._text_batch import many_result
+
+                self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
+                return many_result(out)
+        return Learner.predict_learn_many(self, xs, ys, ws)
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """Hook: the learner's batch kernel (``None``: not this batch)."""
+        return None
+
     def feature_names(self) -> list[Hashable]:
         return list(self._counts)
 
@@ -249,6 +289,7 @@ class _TokenLearner(Learner):
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
+        self._codes: Any = None  # token codes of the batch kernel (_text_batch.TokenCodes)
 
     def _vocabulary_params(self) -> dict[str, Any]:
         return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from itertools import zip_longest
 from typing import Any
 
@@ -82,9 +82,21 @@ class MultinomialNB(_TokenLearner):
     0.4957
     """
 
-    capabilities = Capabilities(nonnegative_counts=True, informative_features=True)
+    capabilities = Capabilities(nonnegative_counts=True, row_kernel=True, informative_features=True)
 
     _EXTRA = ("class_tokens",)  # T_y
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        from stream_nb.naive_bayes._text_batch import TokenCodes, multinomial_kernel
+
+        if self._codes is None:
+            self._codes = TokenCodes()
+        return multinomial_kernel(self, self._codes, xs, ys, ws)
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import multinomial_entries, state_stats
