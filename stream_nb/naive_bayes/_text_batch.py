@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
+from operator import is_not, mul
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -148,7 +149,7 @@ class TokenBatch:
         self.ev = ev
         self.tok = tok
         self.val = val
-        self.known0 = np.fromiter((r is not None for r in rows), bool, len(rows))
+        self.known0 = np.fromiter(map(is_not, rows, repeat(None)), bool, len(rows))
 
     @classmethod
     def of(
@@ -238,23 +239,22 @@ class TokenBatch:
     def counts0(self, offset: int, stride: int) -> np.ndarray:
         """``K × U``: each token's counts at the batch start, from rows that hold
         class ``k``'s count at ``offset + stride × k`` (missing entries are 0)."""
-        k = len(self.classes.labels)
-        u = len(self.rows)
-        out = np.zeros((k, u))
-        known = [j for j, r in enumerate(self.rows) if r is not None]
-        if not known:
+        n_classes = len(self.classes.labels)
+        out = np.zeros((n_classes, len(self.rows)))
+        known = np.flatnonzero(self.known0)
+        if not len(known):
             return out
-        rows: list[list[float]] = [self.rows[j] or [] for j in known]
-        if offset or stride != 1:
-            rows = [r[offset::stride] for r in rows]
+        rows = cast(list[list[float]], list(map(self.rows.__getitem__, known.tolist())))
         lengths = np.fromiter(map(len, rows), np.intp, len(rows))
         total = int(lengths.sum())
-        if not total:
-            return out
         flat = np.fromiter(chain.from_iterable(rows), np.float64, total)
         starts = np.cumsum(lengths) - lengths
         within = np.arange(total) - np.repeat(starts, lengths)
-        columns = np.repeat(np.array(known, dtype=np.intp), lengths)
+        columns = np.repeat(known, lengths)
+        if offset or stride != 1:
+            keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
+            flat, columns = flat.take(keep), columns.take(keep)
+            within = (within.take(keep) - offset) // stride
         out[within, columns] = flat
         return out
 
@@ -496,7 +496,10 @@ def multinomial_kernel(
     inv_alpha = learner._inv_alpha
     cache = learner._cache_logs
     if pairs is not None:
-        for u, k, n in zip(*pairs):  # noqa: B905 (same length)
+        us, ks, ns = pairs
+        # (math.log1p, as learn_one: numpy's may differ in the last bit)
+        logs = map(log1p, map(mul, ns, repeat(inv_alpha))) if cache else repeat(0.0)
+        for u, k, n, lg in zip(us, ks, ns, logs):  # noqa: B905 (same length)
             row = row_of[u]
             assert row is not None
             i = 2 * k + 2
@@ -504,7 +507,7 @@ def multinomial_kernel(
                 row.extend([0.0] * (i + 1 - len(row)))
             row[i] = n
             if cache:
-                row[i - 1] = log1p(n * inv_alpha)
+                row[i - 1] = lg
     else:  # one entry at a time, in event order, as learn_one adds them
         for e in np.flatnonzero(inc).tolist():
             row = row_of[batch.tok[e]]
