@@ -38,8 +38,11 @@ def rows_of(
     ``objs`` are parsed JSON objects (taken over: their label, id and weight
     fields are popped), or ``transposed`` is ``(first object, columns)`` when
     the objects had the same top-level keys (``objs`` is then not read).
-    ``check_nonnegative``: also refuse a negative number among the feature values
-    (the decoder's ``nonnegative`` check, when the learner does not make it).
+    The feature values are the row kernel's to check (it refuses a batch with a
+    value it cannot take, and the general path then rejects the event as the
+    decoder would); ``check_nonnegative`` refuses here a batch with a value that is
+    not a scalar or a negative number (the decoder's ``nonnegative`` check, for a
+    learner that does not make it).
 
     Examples
     --------
@@ -117,12 +120,11 @@ def rows_of(
         if not all(w > 0 and w - w == 0 for w in raw):
             return None  # the general path names the bad weight
         ws = [float(w) for w in raw]
-    values = list(chain.from_iterable(map(dict.values, xs)))
-    types = set(map(type, values))
-    if not _SCALARS.issuperset(types):
-        return None
-    if check_nonnegative and types & _NUMBERS:
-        numbers = [v for v in values if type(v) in _NUMBERS]
-        if min(numbers) < 0:
+    if check_nonnegative:
+        values = list(chain.from_iterable(map(dict.values, xs)))
+        types = set(map(type, values))
+        if not _SCALARS.issuperset(types):
+            return None
+        if types & _NUMBERS and min(v for v in values if type(v) in _NUMBERS) < 0:
             return None
     return xs, ys, ids, ws

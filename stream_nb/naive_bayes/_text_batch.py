@@ -77,8 +77,13 @@ MIN_BATCH = 64
 #: Sums of integral counts below this are exact in float64.
 _EXACT_INTEGERS = 2.0**53
 
-#: Largest (versions × distinct counts) array the Bernoulli aggregates may use per batch.
+#: Most (version, word run) terms the Bernoulli aggregates sum one by one per batch.
 _MAX_AGGREGATE_CELLS = 1 << 22
+
+#: The Bernoulli aggregates expand ``log(a + δ)`` in series where ``δ/a`` is at most
+#: this, to this many terms: ``ratio**(terms + 1) / (terms + 1)`` is below 1e-19.
+_SERIES_RATIO = 0.125
+_SERIES_TERMS = 19
 
 _COUNT_TYPES = frozenset((int, float))
 _BINARY_TYPES = frozenset((int, float, bool))
@@ -322,9 +327,12 @@ def token_bound_reached(learner: _TokenLearner, new: int) -> bool:
     return (vcap is not None and size + new >= vcap) or (fcap is not None and size + new > fcap)
 
 
-def count_totals(xs: Sequence[Mapping[Any, Any]]) -> list[float]:
-    """Each event's sum of counts, added as :func:`~stream_nb.naive_bayes._text.check_counts`
-    adds them."""
+def count_totals(batch: TokenBatch, xs: Sequence[Mapping[Any, Any]]) -> list[float]:
+    """Each event's sum of counts, as :func:`~stream_nb.naive_bayes._text.check_counts`
+    adds them (integral counts: exactly, in any order)."""
+    if _integral(batch.val):
+        totals: list[float] = batch.per_event(batch.val).tolist()
+        return totals
     return [sum(x.values()) for x in xs]
 
 
@@ -475,7 +483,7 @@ def multinomial_kernel(
     # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
     acc = batch.per_event_classes(x_known[None, :] * np.log1p(counts * (1.0 / alpha)))
     big_x = batch.per_event(x_known)
-    totals = count_totals(xs)
+    totals = count_totals(batch, xs)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     with np.errstate(divide="ignore"):
@@ -586,7 +594,7 @@ def complement_kernel(
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(counts > 0, np.log(shifted[None, :] / (n_w[None, :] - counts + alpha)), 0.0)
     acc = batch.per_event_classes(x_known[None, :] * d)
-    totals = count_totals(xs)
+    totals = count_totals(batch, xs)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     total = row_sum(t_y.T)  # T before each event
@@ -777,17 +785,30 @@ def _bernoulli_aggregates(
     """``K × B``: BernoulliNB's ``A_y = Σ_{w: N_{y,w}>0} log((N_y − N_{y,w} + α) / (N_y + 2α))``
     before each event, or ``None`` past :data:`_MAX_AGGREGATE_CELLS`.
 
-    ``A_y`` changes only when class ``y`` learns: its *versions* are the
-    model after each class-``y`` event of the batch. The words are grouped by
-    count as in the learner (a histogram ``m[c]``), each version's histogram
-    is the start one plus the moves of the earlier on-words (``c → c + w``), a
-    cumulative sum over versions, and ``A`` one product with the versions'
-    logarithms. Version 0 is the learner's own (cached) aggregate.
+    ``A_y`` changes only when class ``y`` learns: its *versions* ``j = 0..m``
+    are the model after each of the batch's ``m`` class-``y`` events, with
+    ``N_y = N₀ + δ_j``. Every word is a run of versions at a constant count
+    ``c`` (a word untouched by the batch: all of them; a word on in class-``y``
+    events: one run per count it takes), so ``A_y(j)`` is a sum of terms
+    ``f(c, δ_j) = log((a + δ_j) / (b + δ_j))`` with ``a = N₀ − c + α`` and
+    ``b = N₀ + 2α``. Where ``a ≥ δ_m / ρ`` the term is its series in ``δ``::
+
+        f = log(a/b) + Σ_{p≥1} (−1)^{p+1} (δ/s)^p / p · ((s/a)^p − (s/b)^p)
+
+    (``s = δ_m``; :data:`_SERIES_TERMS` terms leave less than 1e-19 per word), so
+    each run adds its ``1 + P`` coefficients to every version it spans (one
+    cumulative sum over versions), and ``A_y(j)`` is one dot product per
+    version. The few runs with a smaller ``a`` (words on in nearly every
+    class-``y`` event) are summed term by term. Version 0 is the learner's own
+    aggregate. Cost: O((runs + versions) × P + near terms), not O(vocabulary
+    × versions).
     """
     classes = batch.classes
     b = batch.b
     out = np.empty((len(classes.labels), b))
     cells = 0
+    powers = np.arange(1, _SERIES_TERMS + 1)
+    signs = np.where(powers % 2 == 1, 1.0, -1.0) / powers
     for k in range(len(classes.labels)):
         a0 = learner._agg[k]
         if a0 is None:
@@ -798,32 +819,86 @@ def _bernoulli_aggregates(
             out[k] = a0
             continue
         version = np.searchsorted(events, np.arange(b))  # class-k events before each event
-        n_versions = n_y[k].take(events)  # N_y before each class-k event
+        n_versions = n_y[k].take(events)  # N_y of versions 0..m-1
         n_versions = np.append(n_versions, n_versions[-1] + classes.w[events[-1]])
+        start = float(n_versions[0])
+        delta = n_versions - start
+        # --- runs of the words on in class-k events of the batch: one per move c → c + w
         idx = np.flatnonzero((k_e == k) & (inc > 0))
+        order = np.argsort(batch.tok.take(idx), kind="stable")
+        idx = idx.take(order)
+        tok = batch.tok.take(idx)
         old = counts[k].take(idx)
         new = old + inc.take(idx)
-        after = version.take(batch.ev.take(idx)) + 1  # the version the move first shows in
+        after = version.take(batch.ev.take(idx)) + 1  # the first version showing the move
+        first = np.ones(len(idx), dtype=bool)
+        first[1:] = tok[1:] != tok[:-1]
+        until = np.full(len(idx), m + 1, dtype=np.intp)
+        until[:-1] = np.where(first[1:], m + 1, after[1:])
+        initial = first & (old > 0)  # the word's run before its first move
+        # --- the words the batch does not touch: the start histogram less the touched
         hist = learner._hist[k]
-        keys0 = np.fromiter(hist.keys(), np.float64, len(hist))
-        mult0 = np.fromiter(hist.values(), np.float64, len(hist))
-        values, inverse = np.unique(np.concatenate((keys0, old, new)), return_inverse=True)
-        cells += (m + 1) * len(values)
-        if cells > _MAX_AGGREGATE_CELLS:
-            return None
-        n0_keys = len(keys0)
-        i_old = inverse[n0_keys : n0_keys + len(old)]
-        i_new = inverse[n0_keys + len(old) :]
-        moves = np.zeros((m + 1, len(values)))
-        moves[0, inverse[:n0_keys]] = mult0
-        was_on = old > 0
-        np.add.at(moves, (after[was_on], i_old[was_on]), -1.0)
-        np.add.at(moves, (after, i_new), 1.0)
-        multiplicity = np.cumsum(moves, axis=0)
-        nv = n_versions[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logs = np.log(((nv - values[None, :]) + alpha) / (nv + 2.0 * alpha))
-            a = np.where(multiplicity != 0, multiplicity * logs, 0.0).sum(axis=1)
-        a[0] = a0
-        out[k] = a.take(version)
+        keys = np.fromiter(hist.keys(), np.float64, len(hist))
+        mult = np.fromiter(hist.values(), np.float64, len(hist))
+        sorter = np.argsort(keys)
+        keys, mult = keys.take(sorter), mult.take(sorter)
+        touched, n_touched = np.unique(old[initial], return_counts=True)
+        at = np.searchsorted(keys, touched)
+        if len(touched) and (at.max() >= len(keys) or not (keys.take(at) == touched).all()):
+            return None  # (the histogram does not hold the counts: not this batch)
+        mult[at] -= n_touched
+        kept = mult > 0
+        c = np.concatenate((keys[kept], old[initial], new))
+        mu = np.concatenate((mult[kept], np.ones(int(initial.sum()) + len(new))))
+        v1 = np.concatenate((np.zeros(int(kept.sum()) + int(initial.sum()), dtype=np.intp), after))
+        v2 = np.concatenate((np.full(int(kept.sum()), m + 1, dtype=np.intp), after[initial], until))
+        # --- far runs: the series; near runs: term by term
+        scale = float(delta[-1])
+        a = (start - c) + alpha
+        far = a >= scale / _SERIES_RATIO
+        a_versions = np.zeros(m + 1)
+        bb = start + 2.0 * alpha
+        if far.any():
+            af, muf = a[far], mu[far]
+            log_ratio = np.log(((start - c[far]) + alpha) / bb)
+            coefficients = np.empty((len(af), _SERIES_TERMS + 1))
+            coefficients[:, 0] = muf * log_ratio
+            r = scale / af
+            term = muf.copy()
+            for p in range(1, _SERIES_TERMS + 1):
+                term *= r
+                coefficients[:, p] = term * -np.expm1(p * log_ratio)
+            # runs over every version add to all; the others from their first
+            # version up to their last (a cumulative sum of steps)
+            v1f, v2f = v1[far], v2[far]
+            whole = (v1f == 0) & (v2f == m + 1)
+            moments = np.empty((m + 1, _SERIES_TERMS + 1))
+            moments[:] = coefficients[whole].sum(axis=0)
+            part = np.flatnonzero(~whole)
+            if len(part):
+                starts, stops = v1f.take(part), v2f.take(part)
+                for p in range(_SERIES_TERMS + 1):
+                    column = coefficients[:, p].take(part)
+                    steps = np.bincount(starts, column, m + 2) - np.bincount(stops, column, m + 2)
+                    moments[:, p] += np.cumsum(steps[: m + 1])
+            x = delta / scale
+            series = (x[:, None] ** powers[None, :]) * signs[None, :]
+            a_versions += moments[:, 0] + (moments[:, 1:] * series).sum(axis=1)
+        near = ~far
+        if near.any():
+            lengths = v2[near] - v1[near]
+            total = int(lengths.sum())
+            cells += total
+            if cells > _MAX_AGGREGATE_CELLS:
+                return None
+            offsets = np.cumsum(lengths) - lengths
+            j = np.repeat(v1[near], lengths) + (np.arange(total) - np.repeat(offsets, lengths))
+            n_j = n_versions.take(j)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                terms = np.repeat(mu[near], lengths) * np.log(
+                    ((n_j - np.repeat(c[near], lengths)) + alpha) / (n_j + 2.0 * alpha)
+                )
+            a_versions += np.bincount(j, weights=terms, minlength=m + 1)
+        a_versions[0] = a0
+        out[k] = a_versions.take(version)
     return out

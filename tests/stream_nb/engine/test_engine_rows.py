@@ -163,6 +163,17 @@ def test_bernoulli_under_a_nonnegative_decoder() -> None:
             assert dead.values() == fast_dead
 
 
+@pytest.mark.parametrize("name", ["multinomial", "bernoulli"])
+def test_values_the_kernels_refuse(name: str) -> None:
+    """Values that are not counts (a list, a string, a boolean): the general path's
+    rejections, on both paths."""
+    lines = _lines(1200, seed=7)
+    lines[100] = b'{"x": {"a": [1], "b": 1}, "y": 0}'
+    lines[400] = b'{"x": {"a": "text", "b": 1}, "y": 1}'
+    lines[700] = b'{"x": {"a": true, "b": 1}, "y": 1}'
+    assert _both(lines, LEARNERS[name]) >= 1
+
+
 def test_top_k_and_a_loss_matrix() -> None:
     lines = _lines(1500, seed=5)
     assert _both(lines, MultinomialNB, top_k=1) >= 3
@@ -201,7 +212,7 @@ def test_rows_of_mirrors_the_decoder() -> None:
     assert rows_of(decoder, flat) == ([{"a": 1}, {"b": 2, "x": 5}], ["p", None], None, None)
     assert rows_of(decoder, [{"x": {"a": 1}, "extra": 1}]) is None  # another top-level key
     assert rows_of(decoder, [{"x": {}, "y": 1}]) is None  # no features
-    assert rows_of(decoder, [{"x": {"a": [1]}}]) is None  # not a scalar
+    assert rows_of(decoder, [{"x": {"a": [1]}}], check_nonnegative=True) is None  # not a scalar
     assert rows_of(decoder, [{"x": {"a": 1}, "w": -1}]) is None  # a bad weight
     assert rows_of(decoder, [{"x": {"a": -1}}], check_nonnegative=True) is None
     assert rows_of(EventDecoder(shape="nested"), [{"a": 1}]) is None
