@@ -181,11 +181,10 @@ class TokenBatch:
         classes = BatchClasses.of(list(learner._class_weight), learner._index, ys, ws)
         if classes is None:
             return None
-        keys = list(chain.from_iterable(dicts))
         values: list[Any] = list(chain.from_iterable(map(dict.values, dicts)))
         if not value_types.issuperset(map(type, values)):
             return None
-        nnz = len(keys)
+        nnz = len(values)
         try:
             val = np.array(values, dtype=np.float64) if nnz else np.zeros(0)
         except OverflowError:  # (an int beyond the double range)
@@ -196,13 +195,14 @@ class TokenBatch:
             return None
         code = codes.code
         n_codes = len(codes.tokens)
-        coded = np.fromiter(map(code.get, keys, repeat(-1)), np.intp, nnz)
+        coded = np.fromiter(map(code.get, chain.from_iterable(dicts), repeat(-1)), np.intp, nnz)
         rows = cast(dict[Any, list[float]], learner._counts)
         if None in rows:
             return None  # the overflow token: the vocabulary is (or was) full
         extra: list[Hashable] = []
         missing = np.flatnonzero(coded < 0)
         if len(missing):
+            keys = list(chain.from_iterable(dicts))
             local: dict[Hashable, int] = {}
             new_known: list[Hashable] = []
             for i in missing.tolist():
@@ -505,15 +505,16 @@ def multinomial_kernel(
     cache = learner._cache_logs
     if pairs is not None:
         us, ks, ns = pairs
+        slots = [2 * k + 2 for k in ks]  # N_{k,w}; its log1p(N/α) sits just before
         # (math.log1p, as learn_one: numpy's may differ in the last bit)
         logs = map(log1p, map(mul, ns, repeat(inv_alpha))) if cache else repeat(0.0)
-        for u, k, n, lg in zip(us, ks, ns, logs):  # noqa: B905 (same length)
-            row = row_of[u]
-            assert row is not None
-            i = 2 * k + 2
-            if len(row) <= i:
+        filled = cast(list[list[float]], row_of)  # (every learned token has a row now)
+        for row, i, n, lg in zip(map(filled.__getitem__, us), slots, ns, logs):  # noqa: B905
+            try:
+                row[i] = n
+            except IndexError:
                 row.extend([0.0] * (i + 1 - len(row)))
-            row[i] = n
+                row[i] = n
             if cache:
                 row[i - 1] = lg
     else:  # one entry at a time, in event order, as learn_one adds them
