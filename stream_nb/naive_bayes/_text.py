@@ -238,7 +238,22 @@ class _TokenLearner(Learner):
     ) -> tuple[list[Hashable], Any, Any] | None:
         """:meth:`Learner.predict_learn_rows` with the learner's exact batch kernel
         (:mod:`stream_nb.naive_bayes._text_batch`), or ``None`` for a batch it does
-        not take (nothing changed)."""
+        not take (nothing changed).
+
+        Examples
+        --------
+        >>> from stream_nb import MultinomialNB
+        >>> model = MultinomialNB()
+        >>> model.learn_one({"spam": 2}, "junk")
+        >>> model.learn_one({"meeting": 1}, "work")
+        >>> xs = [{"spam": 1, "offer": 1} if i % 2 else {"meeting": 2} for i in range(100)]
+        >>> ys = ["junk" if i % 2 else "work" for i in range(100)]
+        >>> labels, log_proba, best = model.predict_learn_rows(xs, ys)
+        >>> labels, log_proba.shape, [labels[k] for k in best[:4]], model.n_learned
+        (['junk', 'work'], (100, 2), ['work', 'junk', 'work', 'junk'], 102)
+        >>> model.predict_learn_rows(xs[:10], ys[:10]) is None  # too short a batch
+        True
+        """
         if not type(self).capabilities.row_kernel:
             return None
         return self._row_kernel(xs, ys, ws)
