@@ -238,7 +238,9 @@ class _TokenLearner(Learner):
     ) -> tuple[list[Hashable], Any, Any] | None:
         """:meth:`Learner.predict_learn_rows` with the learner's exact batch kernel
         (:mod:`stream_nb.naive_bayes._text_batch`), or ``None`` for a batch it does
-        not take (nothing changed).
+        not take (nothing changed). A tracked model-sync delta
+        (:meth:`~stream_nb.base.Learner.track_delta`) learns the batch's labelled
+        events too, one at a time (``capabilities.kernel_records_delta``).
 
         Examples
         --------
@@ -256,7 +258,10 @@ class _TokenLearner(Learner):
         """
         if not type(self).capabilities.row_kernel:
             return None
-        return self._row_kernel(xs, ys, ws)
+        out = self._row_kernel(xs, ys, ws)
+        if out is not None and self._delta is not None:  # (kernel_records_delta)
+            self._record_batch(xs, ys, [1.0] * len(xs) if ws is None else ws, {})
+        return out
 
     def predict_learn_many(
         self,

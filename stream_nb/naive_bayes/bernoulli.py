@@ -119,7 +119,9 @@ class BernoulliNB(_TokenLearner):
     0.8277
     """
 
-    capabilities = Capabilities(row_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        row_kernel=True, kernel_records_delta=True, informative_features=True
+    )
 
     def _row_kernel(
         self,

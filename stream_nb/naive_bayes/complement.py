@@ -92,7 +92,12 @@ class ComplementNB(_TokenLearner):
     0.3959
     """
 
-    capabilities = Capabilities(nonnegative_counts=True, row_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        nonnegative_counts=True,
+        row_kernel=True,
+        kernel_records_delta=True,
+        informative_features=True,
+    )
 
     _EXTRA = ("class_tokens",)  # T_y
 

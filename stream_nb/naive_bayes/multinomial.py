@@ -82,7 +82,12 @@ class MultinomialNB(_TokenLearner):
     0.4957
     """
 
-    capabilities = Capabilities(nonnegative_counts=True, row_kernel=True, informative_features=True)
+    capabilities = Capabilities(
+        nonnegative_counts=True,
+        row_kernel=True,
+        kernel_records_delta=True,
+        informative_features=True,
+    )
 
     _EXTRA = ("class_tokens",)  # T_y
 

@@ -181,6 +181,29 @@ def test_top_k_and_a_loss_matrix() -> None:
     assert _both(lines[:700], MultinomialNB, loss_matrix=loss) == 0  # decisions per event
 
 
+def test_a_tracked_delta_keeps_the_row_path() -> None:
+    """Model sync records every learned event into the delta on both paths."""
+    lines = _lines(1500, seed=8)
+    deltas = []
+    for rows in (True, False):
+        learner = _counting(MultinomialNB)
+        learner.track_delta()
+        sink = MemorySink()
+        Engine(
+            learner,
+            ListSource(lines),
+            sink,
+            decoder=EventDecoder(nonnegative=True),
+            batch_size=150,
+            column_path=rows,
+        ).run()
+        assert learner.delta is not None
+        deltas.append((sink.values(), learner.delta.to_state(), learner.delta_weight))
+        if rows:
+            assert learner.taken >= 3
+    assert deltas[0] == deltas[1]
+
+
 def test_file_to_file(tmp_path: Any) -> None:
     """A line source's blocks (records from the line template) and file positions."""
     src = tmp_path / "in.jsonl"

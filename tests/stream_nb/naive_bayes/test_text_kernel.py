@@ -222,21 +222,29 @@ def test_caches_after_a_kernel_batch() -> None:
                 assert math.isclose(d, e, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def test_predict_learn_many_records_the_delta() -> None:
+@pytest.mark.parametrize("name", ["multinomial", "complement-norm", "bernoulli"])
+def test_the_kernels_record_the_delta(name: str) -> None:
+    """A tracked delta learns what the kernel learned, as learn_one would record it."""
+    make = LEARNERS[name]
     events = _stream(1200, seed=9)
     xs = [x for x, _, _ in events]
     ys = [y for _, y, _ in events]
     ws = [1.0] * len(xs)
-    fast, slow = MultinomialNB(), MultinomialNB()
+    fast, slow = make(), make()
     for model in (fast, slow):
         model.predict_learn_many(xs[:300], ys[:300], ws[:300])
         model.track_delta()
-    fast.predict_learn_many(xs[300:], ys[300:], ws[300:])
+    assert fast.columns_supported  # the engine keeps the row path while a delta is tracked
+    assert fast.predict_learn_rows(xs[300:500], ys[300:500]) is not None
+    fast.predict_learn_many(xs[500:], ys[500:], ws[500:])
     predict_learn_loop(slow.joint_log_likelihood_one, slow.learn_one, xs[300:], ys[300:], ws[300:])
     assert fast.delta is not None and slow.delta is not None
     assert fast.delta.to_state() == slow.delta.to_state()
     assert fast.delta_weight == slow.delta_weight
-    assert not fast.columns_supported  # the engine leaves the row path while a delta is tracked
+    rebuilt = make()
+    rebuilt.predict_learn_many(xs[:300], ys[:300], ws[:300])
+    rebuilt.apply_delta(*fast.cut_delta())
+    assert rebuilt.to_state() == fast.to_state()
 
 
 def test_the_input_is_not_mutated() -> None:
