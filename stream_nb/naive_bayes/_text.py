@@ -310,6 +310,9 @@ class _TokenLearner(Learner):
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
         self._codes: Any = None  # token codes of the batch kernel (_text_batch.TokenCodes)
+        # whether _codes.counts mirrors the count rows (cleared by anything else that
+        # changes them: a per-event learn, a merge, a rescale, a load)
+        self._batch_counts_valid = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
         return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}
@@ -451,6 +454,7 @@ class _TokenLearner(Learner):
         self._class_weight = class_weight
         self._total_weight = total_weight
         self._index = index
+        self._batch_counts_valid = False
         self._set_rows(dense)
         self._rebuild()
 
@@ -511,6 +515,7 @@ class _TokenLearner(Learner):
         return by_class
 
     def _rescale(self, factor: float) -> None:
+        self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
         for extra in self._class_extra.values():

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
-from operator import is_not, mul
+from operator import mul
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -93,10 +93,14 @@ KernelResult = tuple[list[Hashable], np.ndarray, np.ndarray]
 
 
 class TokenCodes:
-    """Integer codes of the tokens a learner's kernel has met in its vocabulary.
+    """Integer codes of the vocabulary's tokens, and their counts as one array.
 
-    A cache next to the learner's statistics (never in its state): codes are
-    only added for tokens of the vocabulary, so it grows with the vocabulary.
+    A cache next to a learner's statistics (never in its state): ``counts``
+    (``K × codes``) mirrors the learner's count rows while the learner's
+    ``_batch_counts_valid`` is set; anything else that changes the counts (a
+    per-event learn, a merge, a rescale, a load) clears it, and :meth:`sync`
+    rebuilds the mirror from the rows. Codes are only given to tokens of the
+    vocabulary, so the cache grows with the vocabulary.
 
     Examples
     --------
@@ -105,11 +109,12 @@ class TokenCodes:
     (None, {'a': 0, 'b': 1}, ['a', 'b'])
     """
 
-    __slots__ = ("code", "tokens")
+    __slots__ = ("code", "counts", "tokens")
 
     def __init__(self) -> None:
         self.code: dict[Hashable, int] = {}
         self.tokens: list[Hashable] = []
+        self.counts = np.zeros((0, 0))
 
     def add(self, tokens: Sequence[Hashable]) -> None:
         """Give codes to ``tokens`` (none of which has one)."""
@@ -117,6 +122,49 @@ class TokenCodes:
         for token in tokens:
             code[token] = len(self.tokens)
             self.tokens.append(token)
+
+    def sync(self, learner: _TokenLearner, n_classes: int, offset: int, stride: int) -> None:
+        """Make :attr:`counts` the learner's counts (rows holding class ``k``'s count
+        at ``offset + stride × k``), every token of its vocabulary coded."""
+        rows = cast(dict[Any, list[float]], learner._counts)
+        if learner._batch_counts_valid and self.counts.shape == (n_classes, len(self.tokens)):
+            return
+        code = self.code
+        self.add([t for t in rows if t not in code])
+        counts = np.zeros((n_classes, len(self.tokens)))
+        present = [(c, rows[t]) for c, t in enumerate(self.tokens) if t in rows]
+        if present:
+            where = np.fromiter((c for c, _ in present), np.intp, len(present))
+            lists = [r for _, r in present]
+            lengths = np.fromiter(map(len, lists), np.intp, len(lists))
+            total = int(lengths.sum())
+            flat = np.fromiter(chain.from_iterable(lists), np.float64, total)
+            within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            columns = np.repeat(where, lengths)
+            keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
+            counts[(within.take(keep) - offset) // stride, columns.take(keep)] = flat.take(keep)
+        self.counts = counts
+        learner._batch_counts_valid = True
+
+    def learned(
+        self,
+        batch: TokenBatch,
+        order: list[int],
+        pairs: tuple[list[int], list[int], list[float]],
+    ) -> None:
+        """Code the batch's new tokens (``order``) and set the learned ``pairs`` in
+        :attr:`counts`, as the rows were set."""
+        n_before = len(self.tokens)
+        self.add([batch.tokens[u] for u in order])
+        code_of = batch.codes.copy()
+        if order:
+            code_of[order] = np.arange(n_before, len(self.tokens))
+            grown = np.zeros((self.counts.shape[0], len(self.tokens)))
+            grown[:, :n_before] = self.counts
+            self.counts = grown
+        us, ks, ns = pairs
+        if us:
+            self.counts[ks, code_of.take(us)] = ns
 
 
 class TokenBatch:
@@ -126,23 +174,26 @@ class TokenBatch:
     ----------
     classes
         Labels and weights (:class:`~stream_nb.naive_bayes._arrays.BatchClasses`).
-    tokens
-        The batch's distinct tokens (index ``u``).
-    rows
-        The learner's row of each token at the batch start (``None``: not in
-        the vocabulary).
+    tokens, codes
+        The batch's distinct tokens (index ``u``) and their codes (tokens new to
+        the vocabulary: batch-local codes after the vocabulary's).
+    c0, known0
+        ``K × U``: each token's counts at the batch start; whether it is in the
+        vocabulary.
     ev, tok, val
         One entry per (event, token) in event order: its event, its token ``u``,
         its value (float).
     """
 
-    __slots__ = ("b", "classes", "ev", "known0", "rows", "tok", "tokens", "val")
+    __slots__ = ("b", "c0", "classes", "codes", "ev", "known0", "tok", "tokens", "val")
 
     def __init__(
         self,
         classes: BatchClasses,
         tokens: list[Hashable],
-        rows: list[list[float] | None],
+        codes: np.ndarray,
+        c0: np.ndarray,
+        known0: np.ndarray,
         ev: np.ndarray,
         tok: np.ndarray,
         val: np.ndarray,
@@ -150,11 +201,12 @@ class TokenBatch:
         self.b = len(classes.w)
         self.classes = classes
         self.tokens = tokens
-        self.rows = rows
+        self.codes = codes
+        self.c0 = c0
+        self.known0 = known0
         self.ev = ev
         self.tok = tok
         self.val = val
-        self.known0 = np.fromiter(map(is_not, rows, repeat(None)), bool, len(rows))
 
     @classmethod
     def of(
@@ -166,10 +218,12 @@ class TokenBatch:
         ws: Sequence[float] | None,
         value_types: frozenset[type],
         counts: bool = True,
+        layout: tuple[int, int] = (0, 1),
     ) -> TokenBatch | None:
         """Code a batch for ``learner``, or ``None`` if no kernel may take it (see the
         module docstring); the values must be of ``value_types`` and, for ``counts``,
-        within [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact)."""
+        within [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact);
+        ``layout``: ``(offset, stride)`` of the class counts in the learner's rows."""
         b = len(xs)
         if b < MIN_BATCH or len(ys) != b or (ws is not None and len(ws) != b):
             return None
@@ -193,75 +247,45 @@ class TokenBatch:
             return None  # negative, or beyond the limits: rejected per event
         if not counts and nnz and not (np.abs(val) <= _EXACT_INTEGERS).all():
             return None
-        code = codes.code
-        n_codes = len(codes.tokens)
-        coded = np.fromiter(map(code.get, chain.from_iterable(dicts), repeat(-1)), np.intp, nnz)
         rows = cast(dict[Any, list[float]], learner._counts)
         if None in rows:
             return None  # the overflow token: the vocabulary is (or was) full
+        codes.sync(learner, len(classes.labels), *layout)
+        code = codes.code
+        n_codes = len(codes.tokens)  # (every token of the vocabulary)
+        coded = np.fromiter(map(code.get, chain.from_iterable(dicts), repeat(-1)), np.intp, nnz)
         extra: list[Hashable] = []
         missing = np.flatnonzero(coded < 0)
         if len(missing):
             keys = list(chain.from_iterable(dicts))
             local: dict[Hashable, int] = {}
-            new_known: list[Hashable] = []
             for i in missing.tolist():
                 token = keys[i]
                 c = local.get(token)
                 if c is None:
-                    if token in rows:  # in the vocabulary: a lasting code
-                        c = n_codes + len(new_known)
-                        new_known.append(token)
-                    else:
-                        c = -1 - len(extra)
-                        extra.append(token)
-                    local[token] = c
+                    c = local[token] = n_codes + len(extra)
+                    extra.append(token)
                 coded[i] = c
-            codes.add(new_known)
-            n_codes = len(codes.tokens)
-            if extra:
-                coded[coded < 0] = n_codes - 1 - coded[coded < 0]
-        unknown_count = len(extra)
-        if unknown_count:
-            if token_bound_reached(learner, unknown_count):
+            if token_bound_reached(learner, len(extra)):
                 return None
             try:
                 check_feature_names(extra)
             except InvalidEventError:
                 return None
         # distinct codes, in code order, without sorting (codes are dense)
-        present = np.zeros(n_codes + unknown_count, dtype=bool)
+        present = np.zeros(n_codes + len(extra), dtype=bool)
         present[coded] = True
         uniq = np.flatnonzero(present)
         remap = np.cumsum(present) - 1
         tok = remap.take(coded)
         every = codes.tokens + extra if extra else codes.tokens
         tokens = list(map(every.__getitem__, uniq.tolist()))
-        token_rows: list[list[float] | None] = list(map(rows.get, tokens))
+        known0 = uniq < n_codes
+        n_known = int(known0.sum())  # (the known codes come first)
+        c0 = np.zeros((len(classes.labels), len(uniq)))
+        c0[:, :n_known] = codes.counts.take(uniq[:n_known], axis=1)
         ev = np.repeat(np.arange(b), np.fromiter(map(len, xs), np.intp, b))
-        return cls(classes, tokens, token_rows, ev, tok, val)
-
-    def counts0(self, offset: int, stride: int) -> np.ndarray:
-        """``K × U``: each token's counts at the batch start, from rows that hold
-        class ``k``'s count at ``offset + stride × k`` (missing entries are 0)."""
-        n_classes = len(self.classes.labels)
-        out = np.zeros((n_classes, len(self.rows)))
-        known = np.flatnonzero(self.known0)
-        if not len(known):
-            return out
-        rows = cast(list[list[float]], list(map(self.rows.__getitem__, known.tolist())))
-        lengths = np.fromiter(map(len, rows), np.intp, len(rows))
-        total = int(lengths.sum())
-        flat = np.fromiter(chain.from_iterable(rows), np.float64, total)
-        starts = np.cumsum(lengths) - lengths
-        within = np.arange(total) - np.repeat(starts, lengths)
-        columns = np.repeat(known, lengths)
-        if offset or stride != 1:
-            keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
-            flat, columns = flat.take(keep), columns.take(keep)
-            within = (within.take(keep) - offset) // stride
-        out[within, columns] = flat
-        return out
+        return cls(classes, tokens, uniq, c0, known0, ev, tok, val)
 
     def prefix(self, c0: np.ndarray, inc: np.ndarray) -> np.ndarray:
         """``K × nnz``: the counts entry ``e`` sees, ``c0`` (``K × U``) plus what the
@@ -291,7 +315,7 @@ class TokenBatch:
     def first_learned(self, learns: np.ndarray) -> np.ndarray:
         """For each token, its first entry with ``learns`` set (``nnz`` if none)."""
         n = len(self.ev)
-        first = np.full(len(self.rows), n, dtype=np.intp)
+        first = np.full(len(self.tokens), n, dtype=np.intp)
         idx = np.flatnonzero(learns)
         np.minimum.at(first, self.tok.take(idx), idx)
         return first
@@ -444,7 +468,7 @@ def learned_counts(
     idx = np.flatnonzero(inc)
     if not len(idx):
         return [], [], []
-    u = len(batch.rows)
+    u = len(batch.tokens)
     pair = k_e.take(idx) * u + batch.tok.take(idx)
     k_n = c0.shape[0]
     sums = np.bincount(pair, weights=inc.take(idx), minlength=k_n * u)
@@ -468,7 +492,7 @@ def multinomial_kernel(
     formulas (see the module docstring), or ``None``."""
     if learner.class_prior is not None:
         return None
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, _COUNT_TYPES)
+    batch = TokenBatch.of(learner, codes, xs, ys, ws, _COUNT_TYPES, layout=(2, 2))
     if batch is None:
         return None
     classes = batch.classes
@@ -477,7 +501,7 @@ def multinomial_kernel(
     inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
     known, added, order = batch.known(batch.first_learned(inc > 0))
     vocabulary = len(learner._counts) + added
-    c0 = batch.counts0(2, 2)
+    c0 = batch.c0
     counts = batch.prefix(c0, inc)
     x_known = np.where(known, batch.val, 0.0)
     # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
@@ -496,10 +520,9 @@ def multinomial_kernel(
     # --- the statistics after the batch
     pairs = learned_counts(batch, c0, inc, k_e)
     tokens = batch.tokens
-    row_of = batch.rows
     rows = cast(dict[Any, list[float]], learner._counts)
     for u in order:
-        row_of[u] = rows[tokens[u]] = [1.0]
+        rows[tokens[u]] = [1.0]
     log1p = math.log1p
     inv_alpha = learner._inv_alpha
     cache = learner._cache_logs
@@ -508,8 +531,8 @@ def multinomial_kernel(
         slots = [2 * k + 2 for k in ks]  # N_{k,w}; its log1p(N/α) sits just before
         # (math.log1p, as learn_one: numpy's may differ in the last bit)
         logs = map(log1p, map(mul, ns, repeat(inv_alpha))) if cache else repeat(0.0)
-        filled = cast(list[list[float]], row_of)  # (every learned token has a row now)
-        for row, i, n, lg in zip(map(filled.__getitem__, us), slots, ns, logs):  # noqa: B905
+        learned_rows = map(rows.__getitem__, map(tokens.__getitem__, us))
+        for row, i, n, lg in zip(learned_rows, slots, ns, logs):  # noqa: B905
             try:
                 row[i] = n
             except IndexError:
@@ -517,24 +540,26 @@ def multinomial_kernel(
                 row[i] = n
             if cache:
                 row[i - 1] = lg
+        codes.learned(batch, order, pairs)
     else:  # one entry at a time, in event order, as learn_one adds them
         for e in np.flatnonzero(inc).tolist():
-            row = row_of[batch.tok[e]]
-            assert row is not None
+            row = rows[tokens[batch.tok[e]]]
             i = 2 * int(k_e[e]) + 2
             if len(row) <= i:
                 row.extend([0.0] * (i + 1 - len(row)))
             n = row[i] = row[i] + float(batch.val[e]) * float(classes.w[batch.ev[e]])
             if cache:
                 row[i - 1] = log1p(n * inv_alpha)
-    codes.add([tokens[u] for u in order])
+        codes.add([tokens[u] for u in order])
+        learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
     add_class_weights(learner, ys, ws, totals)
     return result
 
 
 def _write_counts(
+    learner: _TokenLearner,
+    codes: TokenCodes,
     batch: TokenBatch,
-    rows: dict[Any, list[float]],
     order: list[int],
     pairs: tuple[list[int], list[int], list[float]] | None,
     inc: np.ndarray,
@@ -542,27 +567,29 @@ def _write_counts(
 ) -> None:
     """Write plain count rows (class ``k`` at index ``k``) after the batch: the tokens
     new to the vocabulary in ``order``, then every learned pair (see :func:`learned_counts`;
-    ``None``: the entries ``inc`` added one at a time, in event order)."""
+    ``None``: the entries ``inc`` added one at a time, in event order), and the same
+    into the codes' counts."""
     tokens = batch.tokens
-    row_of = batch.rows
+    rows = cast(dict[Any, list[float]], learner._counts)
     for u in order:
-        row_of[u] = rows[tokens[u]] = []
+        rows[tokens[u]] = []
     if pairs is not None:
-        for u, k, n in zip(*pairs):  # noqa: B905 (same length)
-            row = row_of[u]
-            assert row is not None
+        us, ks, ns = pairs
+        for row, k, n in zip(map(rows.__getitem__, map(tokens.__getitem__, us)), ks, ns):  # noqa: B905
             if len(row) <= k:
                 row.extend([0.0] * (k + 1 - len(row)))
             row[k] = n
+        codes.learned(batch, order, pairs)
         return
     val, w, ev, tok = batch.val, batch.classes.w, batch.ev, batch.tok
     for e in np.flatnonzero(inc).tolist():
-        row = row_of[tok[e]]
-        assert row is not None
+        row = rows[tokens[tok[e]]]
         k = int(k_e[e])
         if len(row) <= k:
             row.extend([0.0] * (k + 1 - len(row)))
         row[k] += float(val[e]) * float(w[ev[e]])
+    codes.add([tokens[u] for u in order])
+    learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
 
 
 # ---------------------------------------------------------------------- complement
@@ -584,7 +611,7 @@ def complement_kernel(
     inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
     known, added, order = batch.known(batch.first_learned(inc > 0))
     vocabulary = len(learner._counts) + added  # V before each event
-    c0 = batch.counts0(0, 1)
+    c0 = batch.c0
     counts = batch.prefix(c0, inc)  # K × nnz: N_{j,w} before each entry
     n_w = row_sum(counts.T)  # N_w
     shifted = n_w + alpha
@@ -615,8 +642,7 @@ def complement_kernel(
         return None
     # --- the statistics after the batch
     pairs = learned_counts(batch, c0, inc, k_e)
-    _write_counts(batch, learner._counts, order, pairs, inc, k_e)
-    codes.add([batch.tokens[u] for u in order])
+    _write_counts(learner, codes, batch, order, pairs, inc, k_e)
     add_class_weights(learner, ys, ws, totals)
     if learner.norm:
         learner._batch_sums(h_end, d_end, updates)
@@ -709,7 +735,7 @@ def bernoulli_kernel(
     inc = np.where(labelled & on, classes.w.take(batch.ev), 0.0)
     known, added, order = batch.known(batch.first_learned(labelled))
     vocabulary = len(learner._counts) + added
-    c0 = batch.counts0(0, 1)
+    c0 = batch.c0
     if not _integral(c0.reshape(-1), n0, classes.w):
         return None
     counts = batch.prefix(c0, inc)  # K × nnz: events with the word on, before each entry
@@ -764,11 +790,10 @@ def bernoulli_kernel(
         else:
             on_count[k] += 1
         h[n] = h.get(n, 0) + 1
-    _write_counts(batch, learner._counts, order, pairs, inc, k_e)
+    _write_counts(learner, codes, batch, order, pairs, inc, k_e)
     agg = learner._agg
     for k in set(classes.k.tolist()):
         agg[k] = None
-    codes.add([batch.tokens[u] for u in order])
     add_class_weights(learner, ys, ws, None)
     return result
 

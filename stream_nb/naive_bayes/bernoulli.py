@@ -196,6 +196,7 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, on, k = self._start_learning(x, y, w, self._on)
         if k == len(self._hist):
             self._hist.append({})

@@ -150,6 +150,7 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, total, k = self._start_learning(x, y, w, check_counts)
         self._class_extra["class_tokens"][y] += total * w
         counts = self._counts

@@ -147,6 +147,7 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, (total, smallest), k = self._start_learning(x, y, w, count_stats)
         self._class_extra["class_tokens"][y] += total * w
         rows = self._counts
@@ -266,6 +267,7 @@ class MultinomialNB(_TokenLearner):
                 row[i - 1] = _log1p(row[i] * inv_alpha)
 
     def _rescale(self, factor: float) -> None:
+        self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
         rescale(self._class_extra["class_tokens"], factor)

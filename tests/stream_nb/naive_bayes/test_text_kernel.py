@@ -247,6 +247,55 @@ def test_the_kernels_record_the_delta(name: str) -> None:
     assert rebuilt.to_state() == fast.to_state()
 
 
+@pytest.mark.parametrize("name", ["multinomial", "complement-norm", "bernoulli"])
+def test_counts_changed_between_kernel_batches(name: str) -> None:
+    """Learning one event at a time, merging and loading between kernel batches: the
+    kernel reads the counts as they are (its array of counts is rebuilt)."""
+    make = LEARNERS[name]
+    events = _stream(3000, seed=12)
+    xs = [x for x, _, _ in events]
+    ys = [y for _, y, _ in events]
+    ws = [1.0] * len(xs)
+    fast, slow = make(), make()
+    other = make()
+    for x, y in zip(xs[300:500], ys[300:500], strict=True):
+        if y is not None:
+            other.learn_one(x, y)
+    steps: list[Callable[[Learner], Any]] = [
+        lambda model: model.merge(other),
+        lambda model: [
+            model.learn_one(x, y)
+            for x, y in zip(xs[500:520], ys[500:520], strict=True)
+            if y is not None
+        ],
+        lambda model: model.apply_delta(other, 3.0) if model.half_life else model.merge(other),
+    ]
+    for model in (fast, slow):
+        predict_learn_loop(
+            model.joint_log_likelihood_one, model.learn_one, xs[:300], ys[:300], ws[:300]
+        )
+    assert fast.predict_learn_rows(xs[:100], ys[:100]) is not None  # (its array now exists)
+    predict_learn_loop(slow.joint_log_likelihood_one, slow.learn_one, xs[:100], ys[:100], ws[:100])
+    start = 520
+    for step in steps:
+        step(fast)
+        step(slow)
+        chunk = slice(start, start + 200)
+        got = fast.predict_learn_rows(xs[chunk], ys[chunk])
+        assert got is not None
+        want = predict_learn_loop(
+            slow.joint_log_likelihood_one, slow.learn_one, xs[chunk], ys[chunk], ws[chunk]
+        )
+        for lp, ref in zip(many_result(got)[0], want[0], strict=True):
+            assert lp is not None and ref is not None
+            for label, value in ref.items():
+                assert math.isclose(lp[label], value, rel_tol=1e-10, abs_tol=1e-10)
+        assert fast.to_state() == slow.to_state()
+        start += 200
+    fast = Learner.from_state(fast.to_state())
+    assert fast.predict_learn_rows(xs[start : start + 100], ys[start : start + 100]) is not None
+
+
 def test_the_input_is_not_mutated() -> None:
     events = _stream(600, seed=10)
     xs = [x for x, _, _ in events]
