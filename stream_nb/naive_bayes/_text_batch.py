@@ -6,9 +6,11 @@ counts every quantity event ``t`` sees is a prefix sum over the batch, so the
 whole batch is a few array operations:
 
 * the batch's tokens get integer codes (:class:`TokenBatch`): one code per
-  distinct token, kept between batches for the tokens of the vocabulary (a
-  token first met gets a batch-local code), and the events become a CSR-like
-  list of entries ``(event, token, value)`` in event order;
+  distinct token, kept between batches for the tokens of the vocabulary
+  (:class:`TokenCodes`, with the vocabulary's counts as one ``K × V`` array, so
+  the batch's start counts are one gather; a token first met gets a
+  batch-local code), and the events become a CSR-like list of entries
+  ``(event, token, value)`` in event order;
 * the counts ``N_{k,w}`` before entry ``e`` (token ``w`` of event ``t``) are the
   counts at the batch start plus the weights learned into ``(k, w)`` by the
   entries of the same token before ``e`` (:func:`grouped_exclusive_cumsum`), so
