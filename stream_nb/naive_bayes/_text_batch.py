@@ -1,4 +1,4 @@
-"""Exact batch kernels of the token learners (multinomial, complement, Bernoulli).
+"""What the token learners' exact batch kernels share: coded batches, prefix sums, state.
 
 :meth:`stream_nb.base.Learner.predict_learn_many` is the loop "predict event
 ``t`` with the model that learned events ``0..t-1``, then learn it". For token
@@ -18,8 +18,9 @@ whole batch is a few array operations:
 * class weights, per-class token totals, the vocabulary size (a new token joins
   it at its first learned entry) are exclusive prefix sums over the events.
 
-Each kernel then applies its learner's formulas to every (class, event) at
-once and writes the statistics after the batch back into the learner's rows,
+The learners' kernels (:mod:`~stream_nb.naive_bayes._count_kernels` for the
+count learners, :mod:`~stream_nb.naive_bayes._bernoulli_batch`) then apply their
+formulas to every (class, event) at once and write the statistics after the batch back into the learner's rows,
 in the order the per-event path would have created them. The state after the
 batch is the per-event path's bit for bit: with unit weights and integral
 counts every sum is an exact integer; otherwise the counts are added one
@@ -41,7 +42,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
-from operator import mul
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -60,17 +60,24 @@ from stream_nb.naive_bayes._arrays import (
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes._text import _TokenLearner
-    from stream_nb.naive_bayes.bernoulli import BernoulliNB
-    from stream_nb.naive_bayes.complement import ComplementNB
-    from stream_nb.naive_bayes.multinomial import MultinomialNB
 
 __all__ = [
+    "BINARY_TYPES",
+    "COUNT_TYPES",
     "MIN_BATCH",
+    "KernelResult",
     "TokenBatch",
-    "bernoulli_kernel",
-    "complement_kernel",
+    "TokenCodes",
+    "add_class_weights",
+    "class_prefix",
+    "class_tokens_prefix",
+    "count_totals",
+    "integral",
+    "learned_counts",
+    "log_prior",
     "many_result",
-    "multinomial_kernel",
+    "normalise",
+    "write_counts",
 ]
 
 #: Below this many events the per-event loop is cheaper than the kernel's fixed cost.
@@ -79,16 +86,9 @@ MIN_BATCH = 64
 #: Sums of integral counts below this are exact in float64.
 _EXACT_INTEGERS = 2.0**53
 
-#: Most (version, word run) terms the Bernoulli aggregates sum one by one per batch.
-_MAX_AGGREGATE_CELLS = 1 << 22
-
-#: The Bernoulli aggregates expand ``log(a + δ)`` in series where ``δ/a`` is at most
-#: this, to this many terms: ``ratio**(terms + 1) / (terms + 1)`` is below 1e-19.
-_SERIES_RATIO = 0.125
-_SERIES_TERMS = 19
-
-_COUNT_TYPES = frozenset((int, float))
-_BINARY_TYPES = frozenset((int, float, bool))
+#: The values the count learners' kernels take, and Bernoulli's.
+COUNT_TYPES = frozenset((int, float))
+BINARY_TYPES = frozenset((int, float, bool))
 
 #: ``(labels, log_proba B × K, best)``
 KernelResult = tuple[list[Hashable], np.ndarray, np.ndarray]
@@ -356,7 +356,7 @@ def token_bound_reached(learner: _TokenLearner, new: int) -> bool:
 def count_totals(batch: TokenBatch, xs: Sequence[Mapping[Any, Any]]) -> list[float]:
     """Each event's sum of counts, as :func:`~stream_nb.naive_bayes._text.check_counts`
     adds them (integral counts: exactly, in any order)."""
-    if _integral(batch.val):
+    if integral(batch.val):
         totals: list[float] = batch.per_event(batch.val).tolist()
         return totals
     return [sum(x.values()) for x in xs]
@@ -424,7 +424,7 @@ def many_result(
 
 
 # ---------------------------------------------------------------------- learning
-def _integral(*arrays: np.ndarray) -> bool:
+def integral(*arrays: np.ndarray) -> bool:
     """Whether every value of ``arrays`` is an integer and their sum stays exact."""
     total = 0.0
     for a in arrays:
@@ -477,88 +477,12 @@ def learned_counts(
     touched = np.flatnonzero(np.bincount(pair, minlength=k_n * u))
     start = c0.reshape(-1).take(touched)
     added = sums.take(touched)
-    if not _integral(start, added):
+    if not integral(start, added):
         return None
     return (touched % u).tolist(), (touched // u).tolist(), (start + added).tolist()
 
 
-# ---------------------------------------------------------------------- multinomial
-def multinomial_kernel(
-    learner: MultinomialNB,
-    codes: TokenCodes,
-    xs: Sequence[Mapping[Any, Any]],
-    ys: Sequence[Hashable | None],
-    ws: Sequence[float] | None,
-) -> KernelResult | None:
-    """Predict then learn a batch with :class:`~stream_nb.naive_bayes.MultinomialNB`'s
-    formulas (see the module docstring), or ``None``."""
-    if learner.class_prior is not None:
-        return None
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, _COUNT_TYPES, layout=(2, 2))
-    if batch is None:
-        return None
-    classes = batch.classes
-    alpha = learner.alpha / learner._scale
-    k_e = batch.event_class()
-    inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(inc > 0))
-    vocabulary = len(learner._counts) + added
-    c0 = batch.c0
-    counts = batch.prefix(c0, inc)
-    x_known = np.where(known, batch.val, 0.0)
-    # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
-    acc = batch.per_event_classes(x_known[None, :] * np.log1p(counts * (1.0 / alpha)))
-    big_x = batch.per_event(x_known)
-    totals = count_totals(batch, xs)
-    class_tokens = learner._class_extra["class_tokens"]
-    t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
-    with np.errstate(divide="ignore"):
-        log_den = np.log(t_y + alpha * vocabulary[None, :])
-    term = np.where(big_x > 0, big_x, 0.0)[None, :] * (math.log(alpha) - log_den)
-    jll = log_prior(learner, classes, alpha) + acc + np.where(big_x > 0, term, 0.0)
-    result = normalise(jll, classes.labels)
-    if result is None:
-        return None
-    # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    tokens = batch.tokens
-    rows = cast(dict[Any, list[float]], learner._counts)
-    for u in order:
-        rows[tokens[u]] = [1.0]
-    log1p = math.log1p
-    inv_alpha = learner._inv_alpha
-    cache = learner._cache_logs
-    if pairs is not None:
-        us, ks, ns = pairs
-        slots = [2 * k + 2 for k in ks]  # N_{k,w}; its log1p(N/α) sits just before
-        # (math.log1p, as learn_one: numpy's may differ in the last bit)
-        logs = map(log1p, map(mul, ns, repeat(inv_alpha))) if cache else repeat(0.0)
-        learned_rows = map(rows.__getitem__, map(tokens.__getitem__, us))
-        for row, i, n, lg in zip(learned_rows, slots, ns, logs):  # noqa: B905
-            try:
-                row[i] = n
-            except IndexError:
-                row.extend([0.0] * (i + 1 - len(row)))
-                row[i] = n
-            if cache:
-                row[i - 1] = lg
-        codes.learned(batch, order, pairs)
-    else:  # one entry at a time, in event order, as learn_one adds them
-        for e in np.flatnonzero(inc).tolist():
-            row = rows[tokens[batch.tok[e]]]
-            i = 2 * int(k_e[e]) + 2
-            if len(row) <= i:
-                row.extend([0.0] * (i + 1 - len(row)))
-            n = row[i] = row[i] + float(batch.val[e]) * float(classes.w[batch.ev[e]])
-            if cache:
-                row[i - 1] = log1p(n * inv_alpha)
-        codes.add([tokens[u] for u in order])
-        learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
-    add_class_weights(learner, ys, ws, totals)
-    return result
-
-
-def _write_counts(
+def write_counts(
     learner: _TokenLearner,
     codes: TokenCodes,
     batch: TokenBatch,
@@ -592,341 +516,3 @@ def _write_counts(
         row[k] += float(val[e]) * float(w[ev[e]])
     codes.add([tokens[u] for u in order])
     learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
-
-
-# ---------------------------------------------------------------------- complement
-def complement_kernel(
-    learner: ComplementNB,
-    codes: TokenCodes,
-    xs: Sequence[Mapping[Any, Any]],
-    ys: Sequence[Hashable | None],
-    ws: Sequence[float] | None,
-) -> KernelResult | None:
-    """Predict then learn a batch with :class:`~stream_nb.naive_bayes.ComplementNB`'s
-    formulas (``norm`` either way; see the module docstring), or ``None``."""
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, _COUNT_TYPES)
-    if batch is None:
-        return None
-    classes = batch.classes
-    alpha = learner.alpha / learner._scale
-    k_e = batch.event_class()
-    inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(inc > 0))
-    vocabulary = len(learner._counts) + added  # V before each event
-    c0 = batch.c0
-    counts = batch.prefix(c0, inc)  # K × nnz: N_{j,w} before each entry
-    n_w = row_sum(counts.T)  # N_w
-    shifted = n_w + alpha
-    x_known = np.where(known, batch.val, 0.0)
-    big_x = batch.per_event(x_known)
-    base = batch.per_event(x_known * np.log(shifted))
-    # d_{j,w} = log((N_w + α) / (C_{j,w} + α)), 0 where N_{j,w} = 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(counts > 0, np.log(shifted[None, :] / (n_w[None, :] - counts + alpha)), 0.0)
-    acc = batch.per_event_classes(x_known[None, :] * d)
-    totals = count_totals(batch, xs)
-    class_tokens = learner._class_extra["class_tokens"]
-    t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
-    total = row_sum(t_y.T)  # T before each event
-    log_den = np.log(total[None, :] - t_y + alpha * vocabulary[None, :])
-    jll = acc - base[None, :] + big_x[None, :] * log_den
-    if learner.norm:
-        h, sum_d, h_end, d_end, updates = _complement_sums(
-            learner, batch, counts, n_w, d, inc, k_e, alpha
-        )
-        abs_sum = vocabulary[None, :] * log_den - (h[None, :] - sum_d)
-        if not (abs_sum != 0).all():
-            return None
-        jll = jll / abs_sum
-    jll = np.where(vocabulary[None, :] <= 1, 0.0, jll)
-    result = normalise(jll, classes.labels)
-    if result is None:
-        return None
-    # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    _write_counts(learner, codes, batch, order, pairs, inc, k_e)
-    add_class_weights(learner, ys, ws, totals)
-    if learner.norm:
-        learner._batch_sums(h_end, d_end, updates)
-    return result
-
-
-def _complement_sums(
-    learner: ComplementNB,
-    batch: TokenBatch,
-    counts: np.ndarray,
-    n_w: np.ndarray,
-    d: np.ndarray,
-    inc: np.ndarray,
-    k_e: np.ndarray,
-    alpha: float,
-) -> tuple[np.ndarray, np.ndarray, float, list[float], int]:
-    """ComplementNB's ``H = Σ_w log(N_w + α)`` and ``D_j = Σ_{w: N_{j,w}>0} d_{j,w}``
-    before each event (``B`` and ``K × B``), after the batch, and the number of
-    terms updated: each learned entry changes its token's terms (``d``: the
-    entries' ``d_{j,w}`` before them)."""
-    if learner._sums_alpha != alpha:
-        learner._refresh_sums()
-    n_classes = counts.shape[0]
-    d0 = np.zeros(n_classes)
-    d0[: len(learner._sum_d)] = learner._sum_d[:n_classes]
-    idx = np.flatnonzero(inc)
-    step = inc.take(idx)
-    before = n_w.take(idx)
-    after = before + step
-    # H: log(N_w + α) grows by log1p(step / (N_w + α)); a new token adds log(step + α)
-    with np.errstate(divide="ignore"):
-        dh = np.where(before > 0, np.log1p(step / (before + alpha)), np.log(step + alpha))
-    # D_j: the token's term for class j after the entry, minus before
-    counts_after = counts.take(idx, axis=1)
-    counts_after[k_e.take(idx), np.arange(len(idx))] += step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(
-            counts_after > 0,
-            np.log((after + alpha)[None, :] / (after[None, :] - counts_after + alpha)),
-            0.0,
-        )
-    dd = term - d.take(idx, axis=1)
-    ev = batch.ev.take(idx)
-    dh_event = np.bincount(ev, weights=dh, minlength=batch.b)
-    dd_event = np.stack([np.bincount(ev, weights=row, minlength=batch.b) for row in dd])
-    h0 = learner._sum_log_total
-    h = h0 + exclusive_cumsum(dh_event)
-    sum_d = d0[:, None] + exclusive_cumsum(dd_event, axis=-1)
-    h_end = float(h[-1] + dh_event[-1])
-    d_end: list[float] = (sum_d[:, -1] + dd_event[:, -1]).tolist()
-    updates = int(np.where(before > 0, n_classes, 1).sum())
-    return h, sum_d, h_end, d_end, updates
-
-
-# ---------------------------------------------------------------------- Bernoulli
-def bernoulli_kernel(
-    learner: BernoulliNB,
-    codes: TokenCodes,
-    xs: Sequence[Mapping[Any, Any]],
-    ys: Sequence[Hashable | None],
-    ws: Sequence[float] | None,
-) -> KernelResult | None:
-    """Predict then learn a batch with :class:`~stream_nb.naive_bayes.BernoulliNB`'s
-    formulas, or ``None``; integral weights and counts only (the aggregates group
-    the words by count, see :func:`_bernoulli_aggregates`)."""
-    if learner.class_prior is not None:
-        return None
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, _BINARY_TYPES, counts=False)
-    if batch is None:
-        return None
-    classes = batch.classes
-    labels = classes.labels
-    n0 = np.array([learner._class_weight[y] for y in labels])
-    if not classes.unit and not _integral(classes.w):
-        return None
-    val = batch.val
-    threshold = learner.binarize
-    if threshold is None:
-        if not ((val == 0.0) | (val == 1.0)).all():
-            return None  # a value other than 0/1: rejected per event
-        on = val == 1.0
-    else:
-        on = val > threshold
-    alpha = learner.alpha / learner._scale
-    if alpha != learner._agg_alpha:  # (as a prediction would)
-        learner._agg = [None] * len(learner._agg)
-        learner._agg_alpha = alpha
-    k_e = batch.event_class()
-    labelled = k_e >= 0
-    inc = np.where(labelled & on, classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(labelled))
-    vocabulary = len(learner._counts) + added
-    c0 = batch.c0
-    if not _integral(c0.reshape(-1), n0, classes.w):
-        return None
-    counts = batch.prefix(c0, inc)  # K × nnz: events with the word on, before each entry
-    n_y = class_prefix(classes, n0.tolist())  # K × B
-    n_e = n_y.take(batch.ev, axis=1)
-    on_known = on & known
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.log((counts + alpha) * ((n_e + alpha) / alpha) / (n_e - counts + alpha))
-    acc = batch.per_event_classes(np.where(on_known[None, :] & (counts > 0), terms, 0.0))
-    if not np.isfinite(acc).all():
-        return None  # (a product past the double range: the per-event path splits it)
-    n_on = batch.per_event(on_known.astype(np.float64))
-    first_on = np.zeros(len(batch.ev))
-    learned = np.flatnonzero(inc)
-    rows_k = k_e.take(learned)
-    newly_on = counts[rows_k, learned] == 0
-    first_on[learned[newly_on]] = 1.0
-    on_words = np.array(learner._on_words, dtype=np.float64)[:, None] + exclusive_cumsum(
-        np.stack([batch.per_event(np.where(k_e == k, first_on, 0.0)) for k in range(len(labels))]),
-        axis=-1,
-    )
-    aggregates = _bernoulli_aggregates(learner, batch, counts, inc, k_e, n_y, n0, alpha)
-    if aggregates is None:
-        return None
-    shifted = n_y + alpha
-    jll = (
-        log_prior(learner, classes, alpha)
-        + aggregates
-        - (vocabulary[None, :] - on_words) * np.log1p(alpha / shifted)
-        + n_on[None, :] * np.log(alpha / shifted)
-        + acc
-    )
-    result = normalise(jll, labels)
-    if result is None:
-        return None
-    # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    if pairs is None:
-        return None
-    hist = learner._hist
-    on_count = learner._on_words
-    start = c0.tolist()
-    for u, k, n in zip(*pairs):  # noqa: B905 (same length)
-        h = hist[k]
-        old = start[k][u]
-        if old:
-            m = h[old] - 1
-            if m:
-                h[old] = m
-            else:
-                del h[old]
-        else:
-            on_count[k] += 1
-        h[n] = h.get(n, 0) + 1
-    _write_counts(learner, codes, batch, order, pairs, inc, k_e)
-    agg = learner._agg
-    for k in set(classes.k.tolist()):
-        agg[k] = None
-    add_class_weights(learner, ys, ws, None)
-    return result
-
-
-def _bernoulli_aggregates(
-    learner: BernoulliNB,
-    batch: TokenBatch,
-    counts: np.ndarray,
-    inc: np.ndarray,
-    k_e: np.ndarray,
-    n_y: np.ndarray,
-    n0: np.ndarray,
-    alpha: float,
-) -> np.ndarray | None:
-    """``K × B``: BernoulliNB's ``A_y = Σ_{w: N_{y,w}>0} log((N_y − N_{y,w} + α) / (N_y + 2α))``
-    before each event, or ``None`` past :data:`_MAX_AGGREGATE_CELLS`.
-
-    ``A_y`` changes only when class ``y`` learns: its *versions* ``j = 0..m``
-    are the model after each of the batch's ``m`` class-``y`` events, with
-    ``N_y = N₀ + δ_j``. Every word is a run of versions at a constant count
-    ``c`` (a word untouched by the batch: all of them; a word on in class-``y``
-    events: one run per count it takes), so ``A_y(j)`` is a sum of terms
-    ``f(c, δ_j) = log((a + δ_j) / (b + δ_j))`` with ``a = N₀ − c + α`` and
-    ``b = N₀ + 2α``. Where ``a ≥ δ_m / ρ`` the term is its series in ``δ``::
-
-        f = log(a/b) + Σ_{p≥1} (−1)^{p+1} (δ/s)^p / p · ((s/a)^p − (s/b)^p)
-
-    (``s = δ_m``; :data:`_SERIES_TERMS` terms leave less than 1e-19 per word), so
-    each run adds its ``1 + P`` coefficients to every version it spans (one
-    cumulative sum over versions), and ``A_y(j)`` is one dot product per
-    version. The few runs with a smaller ``a`` (words on in nearly every
-    class-``y`` event) are summed term by term. Version 0 is the learner's own
-    aggregate. Cost: O((runs + versions) × P + near terms), not O(vocabulary
-    × versions).
-    """
-    classes = batch.classes
-    b = batch.b
-    out = np.empty((len(classes.labels), b))
-    cells = 0
-    powers = np.arange(1, _SERIES_TERMS + 1)
-    signs = np.where(powers % 2 == 1, 1.0, -1.0) / powers
-    for k in range(len(classes.labels)):
-        a0 = learner._agg[k]
-        if a0 is None:
-            a0 = learner._aggregate(k, float(n0[k]), alpha)
-        events = classes.rows[classes.k == k]
-        m = len(events)
-        if not m:
-            out[k] = a0
-            continue
-        version = np.searchsorted(events, np.arange(b))  # class-k events before each event
-        n_versions = n_y[k].take(events)  # N_y of versions 0..m-1
-        n_versions = np.append(n_versions, n_versions[-1] + classes.w[events[-1]])
-        start = float(n_versions[0])
-        delta = n_versions - start
-        # --- runs of the words on in class-k events of the batch: one per move c → c + w
-        idx = np.flatnonzero((k_e == k) & (inc > 0))
-        order = np.argsort(batch.tok.take(idx), kind="stable")
-        idx = idx.take(order)
-        tok = batch.tok.take(idx)
-        old = counts[k].take(idx)
-        new = old + inc.take(idx)
-        after = version.take(batch.ev.take(idx)) + 1  # the first version showing the move
-        first = np.ones(len(idx), dtype=bool)
-        first[1:] = tok[1:] != tok[:-1]
-        until = np.full(len(idx), m + 1, dtype=np.intp)
-        until[:-1] = np.where(first[1:], m + 1, after[1:])
-        initial = first & (old > 0)  # the word's run before its first move
-        # --- the words the batch does not touch: the start histogram less the touched
-        hist = learner._hist[k]
-        keys = np.fromiter(hist.keys(), np.float64, len(hist))
-        mult = np.fromiter(hist.values(), np.float64, len(hist))
-        sorter = np.argsort(keys)
-        keys, mult = keys.take(sorter), mult.take(sorter)
-        touched, n_touched = np.unique(old[initial], return_counts=True)
-        at = np.searchsorted(keys, touched)
-        if len(touched) and (at.max() >= len(keys) or not (keys.take(at) == touched).all()):
-            return None  # (the histogram does not hold the counts: not this batch)
-        mult[at] -= n_touched
-        kept = mult > 0
-        c = np.concatenate((keys[kept], old[initial], new))
-        mu = np.concatenate((mult[kept], np.ones(int(initial.sum()) + len(new))))
-        v1 = np.concatenate((np.zeros(int(kept.sum()) + int(initial.sum()), dtype=np.intp), after))
-        v2 = np.concatenate((np.full(int(kept.sum()), m + 1, dtype=np.intp), after[initial], until))
-        # --- far runs: the series; near runs: term by term
-        scale = float(delta[-1])
-        a = (start - c) + alpha
-        far = a >= scale / _SERIES_RATIO
-        a_versions = np.zeros(m + 1)
-        bb = start + 2.0 * alpha
-        if far.any():
-            af, muf = a[far], mu[far]
-            log_ratio = np.log(((start - c[far]) + alpha) / bb)
-            coefficients = np.empty((len(af), _SERIES_TERMS + 1))
-            coefficients[:, 0] = muf * log_ratio
-            r = scale / af
-            term = muf.copy()
-            for p in range(1, _SERIES_TERMS + 1):
-                term *= r
-                coefficients[:, p] = term * -np.expm1(p * log_ratio)
-            # runs over every version add to all; the others from their first
-            # version up to their last (a cumulative sum of steps)
-            v1f, v2f = v1[far], v2[far]
-            whole = (v1f == 0) & (v2f == m + 1)
-            moments = np.empty((m + 1, _SERIES_TERMS + 1))
-            moments[:] = coefficients[whole].sum(axis=0)
-            part = np.flatnonzero(~whole)
-            if len(part):
-                starts, stops = v1f.take(part), v2f.take(part)
-                for p in range(_SERIES_TERMS + 1):
-                    column = coefficients[:, p].take(part)
-                    steps = np.bincount(starts, column, m + 2) - np.bincount(stops, column, m + 2)
-                    moments[:, p] += np.cumsum(steps[: m + 1])
-            x = delta / scale
-            series = (x[:, None] ** powers[None, :]) * signs[None, :]
-            a_versions += moments[:, 0] + (moments[:, 1:] * series).sum(axis=1)
-        near = ~far
-        if near.any():
-            lengths = v2[near] - v1[near]
-            total = int(lengths.sum())
-            cells += total
-            if cells > _MAX_AGGREGATE_CELLS:
-                return None
-            offsets = np.cumsum(lengths) - lengths
-            j = np.repeat(v1[near], lengths) + (np.arange(total) - np.repeat(offsets, lengths))
-            n_j = n_versions.take(j)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                terms = np.repeat(mu[near], lengths) * np.log(
-                    ((n_j - np.repeat(c[near], lengths)) + alpha) / (n_j + 2.0 * alpha)
-                )
-            a_versions += np.bincount(j, weights=terms, minlength=m + 1)
-        a_versions[0] = a0
-        out[k] = a_versions.take(version)
-    return out

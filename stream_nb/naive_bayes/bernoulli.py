@@ -129,7 +129,8 @@ class BernoulliNB(_TokenLearner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        from stream_nb.naive_bayes._text_batch import TokenCodes, bernoulli_kernel
+        from stream_nb.naive_bayes._bernoulli_batch import bernoulli_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
 
         if self._codes is None:
             self._codes = TokenCodes()

@@ -107,7 +107,8 @@ class ComplementNB(_TokenLearner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        from stream_nb.naive_bayes._text_batch import TokenCodes, complement_kernel
+        from stream_nb.naive_bayes._count_kernels import complement_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
 
         if self._codes is None:
             self._codes = TokenCodes()

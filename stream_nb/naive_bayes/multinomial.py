@@ -97,7 +97,8 @@ class MultinomialNB(_TokenLearner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        from stream_nb.naive_bayes._text_batch import TokenCodes, multinomial_kernel
+        from stream_nb.naive_bayes._count_kernels import multinomial_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
 
         if self._codes is None:
             self._codes = TokenCodes()
