@@ -102,6 +102,8 @@ class ColumnPath:
             return False
         if not engine.learner.columns_supported:
             return False
+        if engine.decoder.nonnegative and not type(engine.learner).capabilities.row_kernel:
+            return False  # the decoder's check of the counts needs one dictionary per event
         if self.skip:
             self.skip -= 1
             return False
@@ -168,7 +170,7 @@ class ColumnPath:
                 return False
             xs, ys, ids, ws = rows
         elif decoder.nonnegative:
-            return False  # the decoder's check needs one dictionary per event
+            return False  # (see wanted)
         else:
             decoded = columns_of(decoder, *parsed)
             del parsed  # the columns hold the values
