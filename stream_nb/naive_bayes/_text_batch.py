@@ -20,8 +20,9 @@ whole batch is a few array operations:
 
 The learners' kernels (:mod:`~stream_nb.naive_bayes._count_kernels` for the
 count learners, :mod:`~stream_nb.naive_bayes._bernoulli_batch`) then apply their
-formulas to every (class, event) at once and write the statistics after the batch back into the learner's rows,
-in the order the per-event path would have created them. The state after the
+formulas to every (class, event) at once and write the statistics after the
+batch back into the learner's rows, in the order the per-event path would have
+created them. The state after the
 batch is the per-event path's bit for bit: with unit weights and integral
 counts every sum is an exact integer; otherwise the counts are added one
 entry at a time, in event order, as :meth:`learn_one` adds them. Predictions
