@@ -33,7 +33,10 @@ class Capabilities:
     row_kernel
         The class has an exact batch kernel on events given as mappings
         (:meth:`~stream_nb.base.Learner.predict_learn_rows`), for batches whose
-        events do not share one set of keys (token counts).
+        events do not share one set of keys (token counts). The engine's row
+        path hands it the decoder's feature dictionaries unchecked: a class
+        that also declares ``nonnegative_counts`` returns ``None`` for a batch
+        with a negative count (the per-event path then rejects it).
     kernel_records_delta
         Its batch kernels add what a batch learned to a tracked model-sync
         delta themselves (see :meth:`~stream_nb.base.Learner.track_delta`), so

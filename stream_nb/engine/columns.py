@@ -1,4 +1,5 @@
-"""The column path: a batch parsed into columns, one kernel call, records written from arrays."""
+"""The column path: a batch parsed into columns (or, for a learner with a row kernel,
+per-event feature mappings), one kernel call, records written from arrays."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from stream_nb.engine._json import dumps_exact, is_wide
 from stream_nb.engine.events import EventDecoder
 from stream_nb.engine.parse import _columns, _parse_uniform
 from stream_nb.engine.records import _last_timestamp, _top_rows, _true_label_log_probas
+from stream_nb.engine.rows import rows_of
 from stream_nb.engine.settings import (
     _COLUMNS_MAX_SKIP,
     _COLUMNS_MIN_BATCH,
@@ -55,9 +57,9 @@ class ColumnPath:
     Parameters
     ----------
     enabled
-        ``False``: never tried (decisions from a loss matrix or a check for
-        non-negative counts need one dictionary per event, or the engine
-        was built with ``column_path=False``).
+        ``False``: never tried (decisions from a loss matrix need one
+        dictionary per event, or the engine was built with
+        ``column_path=False``).
 
     Attributes
     ----------
@@ -100,6 +102,8 @@ class ColumnPath:
             return False
         if not engine.learner.columns_supported:
             return False
+        if engine.decoder.nonnegative and not type(engine.learner).capabilities.row_kernel:
+            return False  # the decoder's check of the counts needs one dictionary per event
         if self.skip:
             self.skip -= 1
             return False
@@ -132,9 +136,14 @@ class ColumnPath:
         same keys in the same order (flat, or nested with uniform feature
         objects), every id and label is a scalar, and
         :meth:`Learner.predict_learn_columns` accepts the batch (it checks
-        the feature values). The records, evaluation and model are those of
-        the batched path (:mod:`~stream_nb.engine.batched`); no per-event
-        dictionary is built for the learner or the evaluator.
+        the feature values). For a learner with a row kernel
+        (``capabilities.row_kernel``) the events may have any features: they
+        become the decoder's feature dictionaries (:func:`~stream_nb.engine.rows.rows_of`)
+        and go to :meth:`Learner.predict_learn_rows`, which checks the values
+        (non-negative counts included). The records, evaluation and model are
+        those of the batched path (:mod:`~stream_nb.engine.batched`); no
+        per-event dictionary is built for the evaluator (nor, on columns, for
+        the learner).
         """
         decoder = engine.decoder
         if len(payloads) < _COLUMNS_MIN_BATCH or max(map(len, payloads)) > decoder.max_bytes:
@@ -147,19 +156,36 @@ class ColumnPath:
             return False
         if parsed is None:
             return False
-        decoded = columns_of(decoder, *parsed)
-        del parsed  # the columns hold the values
-        if decoded is None:
-            return False
-        x_names, x_columns, ys, ids, ws = decoded
+        learner = engine.learner
+        capabilities = type(learner).capabilities
         b = len(payloads)
+        if capabilities.row_kernel:
+            rows = rows_of(
+                decoder,
+                *parsed,
+                check_nonnegative=decoder.nonnegative and not capabilities.nonnegative_counts,
+            )
+            del parsed
+            if rows is None:
+                return False
+            xs, ys, ids, ws = rows
+        elif decoder.nonnegative:
+            return False  # (see wanted)
+        else:
+            decoded = columns_of(decoder, *parsed)
+            del parsed  # the columns hold the values
+            if decoded is None:
+                return False
+            x_names, x_columns, ys, ids, ws = decoded
         n_labelled = b - ys.count(None) if None in ys else b
         if n_labelled < b and engine.delayed is not None and ids is not None:
             return False  # unlabelled events with ids go to the delayed-label cache
-        learner = engine.learner
         batch = ColumnBatch(records, block, ys, ids, learner.n_learned)
         t_model = perf()
-        result = learner.predict_learn_columns(x_names, x_columns, ys, ws)
+        if capabilities.row_kernel:
+            result = learner.predict_learn_rows(xs, ys, ws)
+        else:
+            result = learner.predict_learn_columns(x_names, x_columns, ys, ws)
         if result is None:
             return False
         t_emit = perf()

@@ -217,11 +217,9 @@ class Engine:
         self._rejected_outcome = (
             "dead_letter" if error_policy is ErrorPolicy.DEAD_LETTER else "skipped"
         )
-        # The column path (see stream_nb.engine.columns), unless decisions or checks need one
+        # The column path (see stream_nb.engine.columns), unless decisions need one
         # dictionary per event; ColumnPath.wanted checks the learner batch by batch.
-        self._columns = ColumnPath(
-            column_path and loss_matrix is None and not self.decoder.nonnegative
-        )
+        self._columns = ColumnPath(column_path and loss_matrix is None)
         # monotonic time of the processing loop's last completed iteration (see progress_age)
         self._heartbeat = time.monotonic()
         if metrics is not None:

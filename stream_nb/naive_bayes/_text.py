@@ -22,7 +22,7 @@ both are set, whichever is reached first applies.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, TypeVar
 
@@ -229,6 +229,66 @@ class _TokenLearner(Learner):
     def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
         return self._class_weight.items()
 
+    # ------------------------------------------------------------------ batch kernel
+    def predict_learn_rows(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_rows` with the learner's exact batch kernel
+        (:mod:`stream_nb.naive_bayes._text_batch`), or ``None`` for a batch it does
+        not take (nothing changed). A tracked model-sync delta
+        (:meth:`~stream_nb.base.Learner.track_delta`) learns the batch's labelled
+        events too, one at a time (``capabilities.kernel_records_delta``).
+
+        Examples
+        --------
+        >>> from stream_nb import MultinomialNB
+        >>> model = MultinomialNB()
+        >>> model.learn_one({"spam": 2}, "junk")
+        >>> model.learn_one({"meeting": 1}, "work")
+        >>> xs = [{"spam": 1, "offer": 1} if i % 2 else {"meeting": 2} for i in range(100)]
+        >>> ys = ["junk" if i % 2 else "work" for i in range(100)]
+        >>> labels, log_proba, best = model.predict_learn_rows(xs, ys)
+        >>> labels, log_proba.shape, [labels[k] for k in best[:4]], model.n_learned
+        (['junk', 'work'], (100, 2), ['work', 'junk', 'work', 'junk'], 102)
+        >>> model.predict_learn_rows(xs[:10], ys[:10]) is None  # too short a batch
+        True
+        """
+        if not type(self).capabilities.row_kernel:
+            return None
+        out = self._row_kernel(xs, ys, ws)
+        if out is not None and self._delta is not None:  # (kernel_records_delta)
+            self._record_batch(xs, ys, [1.0] * len(xs) if ws is None else ws, {})
+        return out
+
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
+        batch (:meth:`predict_learn_rows`), else the per-event loop."""
+        if type(self).capabilities.row_kernel:
+            out = self._row_kernel(xs, ys, ws)
+            if out is not None:
+                from stream_nb.naive_bayes._text_batch import many_result
+
+                self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
+                return many_result(out)
+        return Learner.predict_learn_many(self, xs, ys, ws)
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """Hook: the learner's batch kernel (``None``: not this batch)."""
+        return None
+
     def feature_names(self) -> list[Hashable]:
         return list(self._counts)
 
@@ -249,6 +309,10 @@ class _TokenLearner(Learner):
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
+        self._codes: Any = None  # token codes of the batch kernel (_text_batch.TokenCodes)
+        # whether _codes.counts mirrors the count rows (cleared by anything else that
+        # changes them: a per-event learn, a merge, a rescale, a load)
+        self._batch_counts_valid = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
         return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}
@@ -390,6 +454,7 @@ class _TokenLearner(Learner):
         self._class_weight = class_weight
         self._total_weight = total_weight
         self._index = index
+        self._batch_counts_valid = False
         self._set_rows(dense)
         self._rebuild()
 
@@ -450,6 +515,7 @@ class _TokenLearner(Learner):
         return by_class
 
     def _rescale(self, factor: float) -> None:
+        self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
         for extra in self._class_extra.values():

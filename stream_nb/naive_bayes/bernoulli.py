@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from itertools import repeat
 from operator import add, mul, sub, truediv
 from typing import Any
@@ -119,7 +119,22 @@ class BernoulliNB(_TokenLearner):
     0.8277
     """
 
-    capabilities = Capabilities(informative_features=True)
+    capabilities = Capabilities(
+        row_kernel=True, kernel_records_delta=True, informative_features=True
+    )
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        from stream_nb.naive_bayes._bernoulli_batch import bernoulli_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
+
+        if self._codes is None:
+            self._codes = TokenCodes()
+        return bernoulli_kernel(self, self._codes, xs, ys, ws)
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import bernoulli_entries, state_stats
@@ -182,6 +197,7 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, on, k = self._start_learning(x, y, w, self._on)
         if k == len(self._hist):
             self._hist.append({})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from stream_nb._params import check_bool
@@ -92,9 +92,27 @@ class ComplementNB(_TokenLearner):
     0.3959
     """
 
-    capabilities = Capabilities(nonnegative_counts=True, informative_features=True)
+    capabilities = Capabilities(
+        nonnegative_counts=True,
+        row_kernel=True,
+        kernel_records_delta=True,
+        informative_features=True,
+    )
 
     _EXTRA = ("class_tokens",)  # T_y
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        from stream_nb.naive_bayes._count_kernels import complement_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
+
+        if self._codes is None:
+            self._codes = TokenCodes()
+        return complement_kernel(self, self._codes, xs, ys, ws)
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import complement_entries, state_stats
@@ -133,6 +151,7 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, total, k = self._start_learning(x, y, w, check_counts)
         self._class_extra["class_tokens"][y] += total * w
         counts = self._counts
@@ -210,6 +229,17 @@ class ComplementNB(_TokenLearner):
         self._sum_d = [_fsum(t) for t in terms]
         self._updates = 0
         self._sums_alpha = alpha
+
+    def _batch_sums(self, h: float, sum_d: list[float], updates: int) -> None:
+        """Set ``H`` and ``D`` (``norm=True``) after a batch the kernel learned with
+        ``updates`` term updates; refreshed exactly on the per-event schedule."""
+        self._sum_log_total = h
+        self._sum_d = sum_d
+        self._updates += updates
+        if self._updates > _REFRESH_MIN_UPDATES and self._updates > _REFRESH_RATIO * (
+            len(self._counts) * len(sum_d)
+        ):
+            self._refresh_sums()
 
     def _stats_to_state(self) -> dict[str, Any]:
         # Refresh the drifting sums first, as loading does, so that the copy

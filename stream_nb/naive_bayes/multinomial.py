@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from itertools import zip_longest
 from typing import Any
 
@@ -82,9 +82,27 @@ class MultinomialNB(_TokenLearner):
     0.4957
     """
 
-    capabilities = Capabilities(nonnegative_counts=True, informative_features=True)
+    capabilities = Capabilities(
+        nonnegative_counts=True,
+        row_kernel=True,
+        kernel_records_delta=True,
+        informative_features=True,
+    )
 
     _EXTRA = ("class_tokens",)  # T_y
+
+    def _row_kernel(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        from stream_nb.naive_bayes._count_kernels import multinomial_kernel
+        from stream_nb.naive_bayes._text_batch import TokenCodes
+
+        if self._codes is None:
+            self._codes = TokenCodes()
+        return multinomial_kernel(self, self._codes, xs, ys, ws)
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import multinomial_entries, state_stats
@@ -130,6 +148,7 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        self._batch_counts_valid = False
         x, (total, smallest), k = self._start_learning(x, y, w, count_stats)
         self._class_extra["class_tokens"][y] += total * w
         rows = self._counts
@@ -249,6 +268,7 @@ class MultinomialNB(_TokenLearner):
                 row[i - 1] = _log1p(row[i] * inv_alpha)
 
     def _rescale(self, factor: float) -> None:
+        self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
         rescale(self._class_extra["class_tokens"], factor)
