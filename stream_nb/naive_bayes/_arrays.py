@@ -185,6 +185,25 @@ def exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:
     return out
 
 
+def running_from(start: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``K × B``: entry ``[k, i]`` is ``start[k] + a[k, 0] + … + a[k, i-1]``, added left
+    to right (``(start + a0) + a1``, as learning one event at a time adds them, so the
+    result is the per-event path's to the bit whatever the magnitudes).
+
+    Examples
+    --------
+    >>> running_from(np.array([1e16]), np.array([[1.0, 1.0, 1.0]])).tolist()
+    [[1e+16, 1e+16, 1e+16]]
+    >>> (1e16 + exclusive_cumsum(np.array([1.0, 1.0, 1.0]))).tolist()  # 1e16 + 2: another sum
+    [1e+16, 1e+16, 1.0000000000000002e+16]
+    """
+    steps = np.empty_like(a)
+    steps[:, 0] = start
+    steps[:, 1:] = a[:, :-1]
+    out: np.ndarray = np.cumsum(steps, axis=1)
+    return out
+
+
 #: Up to this many classes, row-wise maxima and sums loop over the columns: numpy's
 #: reductions over a short last axis cost ~10x more than a few whole-column operations.
 _COLUMN_LOOP_CLASSES = 16
@@ -232,6 +251,19 @@ def sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
     return logs
 
 
+#: Sums of integers below this magnitude are exact in float64.
+_EXACT_INTEGERS = 2.0**53
+
+
+def _exact_sums(values: np.ndarray) -> bool:
+    """Whether every partial sum of ``values`` (any order) is an exactly represented integer."""
+    if not values.size:
+        return True
+    return bool(np.abs(values).sum() < _EXACT_INTEGERS) and bool(
+        (values == np.floor(values)).all()
+    )
+
+
 def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Column ``i`` of the K × n array ``a`` repeated along its columns to the length of
     ``codes`` (n divides it): the sum of columns ``l < i`` with ``codes[l] == codes[i]``.
@@ -242,6 +274,8 @@ def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     array([[0., 0., 1., 4.]])
     >>> grouped_exclusive_cumsum(np.array([0, 0, 0, 0]), np.array([[1.0, 2.0]]))
     array([[0., 1., 3., 4.]])
+    >>> grouped_exclusive_cumsum(np.array([0, 1, 1]), np.array([[4294967295.0, 0.1, 1.0]]))
+    array([[0. , 0. , 0.1]])
     """
     # small codes sort as uint16, where numpy's stable sort is a radix sort (O(n))
     keys = codes.astype(np.uint16) if len(codes) and codes.max() < 1 << 16 else codes
@@ -249,13 +283,20 @@ def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     sorted_codes = codes.take(order)
     # (``take`` along an axis: several times faster than fancy indexing of a 2-D array)
     columns = order if a.shape[1] == len(codes) else order % a.shape[1]
-    sums = exclusive_cumsum(a.take(columns, axis=1), axis=-1)
-    # subtract, in each group, the running sum reached at the group's first column
+    values = a.take(columns, axis=1)
+    sums = exclusive_cumsum(values, axis=-1)
     new_group = np.empty(len(codes), dtype=bool)
     new_group[0] = True
     np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
-    group_of = np.cumsum(new_group) - 1
-    sums -= sums.take(np.flatnonzero(new_group).take(group_of), axis=1)
+    starts = np.flatnonzero(new_group)
+    if _exact_sums(values):
+        # subtract, in each group, the running sum reached at the group's first column
+        # (every partial sum is an exact integer, so the difference is exact too)
+        group_of = np.cumsum(new_group) - 1
+        sums -= sums.take(starts.take(group_of), axis=1)
+    else:  # each group on its own, so no group's sum carries another's rounding
+        for start, stop in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)], strict=True):
+            sums[:, start:stop] = exclusive_cumsum(values[:, start:stop], axis=-1)
     unsort = np.empty_like(order)
     unsort[order] = np.arange(len(order))
     return sums.take(unsort, axis=1)

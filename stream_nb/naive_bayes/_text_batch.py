@@ -55,6 +55,7 @@ from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     exclusive_cumsum,
     grouped_exclusive_cumsum,
+    running_from,
     row_max_argmax,
     row_sum,
 )
@@ -376,10 +377,7 @@ def class_tokens_prefix(
     """``K × B``: ``T_y`` before each event, ``start`` plus ``Σ total × w`` of the
     class's earlier events of the batch (``totals``: each event's count total)."""
     added = classes.onehot * np.asarray(totals, dtype=np.float64)[None, :]
-    out: np.ndarray = np.asarray(start, dtype=np.float64)[:, None] + exclusive_cumsum(
-        added, axis=-1
-    )
-    return out
+    return running_from(np.asarray(start, dtype=np.float64), added)
 
 
 def log_prior(learner: Any, classes: BatchClasses, alpha: float) -> np.ndarray | float:
