@@ -155,7 +155,7 @@ def translate(error: ck.KafkaError | ck.KafkaException | BaseException) -> kerro
     else:
         cls = kerrors.KafkaError
     exc = cls(error.str())
-    if error.fatal() and not is_fatal(exc):
+    if (error.fatal() or code == ck.KafkaError._FATAL) and not is_fatal(exc):
         return kerrors.IllegalStateError(f"fatal librdkafka error: {error.str()}")
     return exc
 
@@ -454,6 +454,8 @@ class ConfluentConsumer:
         # (model sync's); it never joins or commits to it
         self._joined = "group.id" in config
         config.setdefault("group.id", "stream-nb.unjoined")
+        # an event at each partition's end: the position past its transaction markers
+        config.setdefault("enable.partition.eof", True)
         latest = str(config.get("auto.offset.reset", "latest")) in ("latest", "end", "largest")
         self._reset_key = "hi_offset" if latest else "lo_offset"
         cooperative = "cooperative" in str(config.get("partition.assignment.strategy", ""))
@@ -465,6 +467,8 @@ class ConfluentConsumer:
         self._paused: set[TopicPartition] = set()
         # while a listener handles an assignment: offsets it positioned partitions at
         self._assigning: dict[TopicPartition, int] | None = None
+        # inside a rebalance callback (on the thread that called consume)
+        self._in_callback = False
         # partitions positioned (seek, assign) that nothing was fetched from since, and
         # where (librdkafka's position says where the application is only once it is)
         self._sought: dict[TopicPartition, int] = {}
@@ -478,8 +482,10 @@ class ConfluentConsumer:
             tps = {TopicPartition(p.topic, p.partition) for p in partitions}
             self._assigning = {}
             try:
+                self._in_callback = True
                 _drive(listener.on_partitions_assigned(tps))
             finally:
+                self._in_callback = False
                 chosen, self._assigning = self._assigning, None
                 for tp in tps:
                     self._sought.pop(tp, None)
@@ -496,15 +502,19 @@ class ConfluentConsumer:
         def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
             tps = {TopicPartition(p.topic, p.partition) for p in partitions}
             try:
+                self._in_callback = True
                 _drive(listener.on_partitions_revoked(tps))
             finally:
+                self._in_callback = False
                 self._paused -= tps
 
         def on_lost(_consumer: Any, partitions: list[Any]) -> None:
             tps = {TopicPartition(p.topic, p.partition) for p in partitions}
             try:
+                self._in_callback = True
                 _drive(listener.on_partitions_lost(tps))
             finally:
+                self._in_callback = False
                 self._paused -= tps
 
         _call(
@@ -540,16 +550,20 @@ class ConfluentConsumer:
             messages: list[Any] = self._consumer.consume(max_records, timeout)
         except ck.KafkaException as exc:
             raise translate(exc) from exc
-        if self._sought:
-            for m in messages:
-                self._sought.pop(TopicPartition(m.topic(), m.partition()), None)
-        if any(m.error() is not None for m in messages):
+        sought = self._sought
+        if sought or any(m.error() is not None for m in messages):
             good = []
             for m in messages:
                 error = m.error()
                 if error is None:
                     good.append(m)
-                elif error.code() != ck.KafkaError._PARTITION_EOF:
+                    if sought:  # (a TopicPartition equals the plain tuple)
+                        sought.pop((m.topic(), m.partition()), None)
+                elif error.code() == ck.KafkaError._PARTITION_EOF:
+                    # the end of the partition, past any trailing transaction markers
+                    # (librdkafka's position stops at the last record handed out)
+                    sought[TopicPartition(m.topic(), m.partition())] = m.offset()
+                else:
                     failure = translate(error)
                     if is_fatal(failure):
                         raise failure
@@ -716,12 +730,14 @@ class ConfluentConsumer:
             for tp, om in offsets.items()
         ]
         seconds = 30.0 if timeout_ms is None else timeout_ms / 1000.0
-        done = _within(
-            lambda: self._consumer.commit(offsets=listed, asynchronous=False),
-            seconds,
-            "an offset commit",
-        )
-        for p in done or ():
+        commit = partial(self._consumer.commit, offsets=listed, asynchronous=False)
+        # A commit on revoke runs on the callback's own thread: librdkafka serves it only
+        # there (from a helper thread it waits for the callback to return); the group
+        # session bounds it, as it bounds the rebalance.
+        in_callback = self._in_callback
+        done = _call(commit) if in_callback else _within(commit, seconds, "an offset commit")
+        results: list[Any] = done or []
+        for p in results:
             if p.error is not None:
                 raise translate(p.error)
 

@@ -14,7 +14,8 @@ daemons it starts get the client through ``STREAM_NB_KAFKA_CLIENT`` (``--kafka-c
 and the connectors it builds itself through ``client=kafka_client``. The files of
 :data:`KAFKA_PYTHON_ONLY` test kafka-python itself (its adapter internals, the broker
 seen through it, the partition bookkeeping driven with a raw kafka-python consumer)
-and run once.
+and run once; so do those of :data:`BOTH_CLIENTS_INSIDE`, which run both clients
+themselves.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ KAFKA_PYTHON_ONLY = frozenset(
     {"test_kafka_client.py", "test_kafka_broker.py", "test_kafka_partitions.py"}
 )
 
+#: Test files that run both clients themselves (the benchmark's smoke test).
+BOTH_CLIENTS_INSIDE = frozenset({"test_kafka_bench.py"})
+
 #: Fixtures that reach a broker.
 _BROKER_FIXTURES = frozenset({"kafka_bootstrap", "own_broker", "strict_broker"})
 
@@ -52,7 +56,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if (
         "kafka_client" in metafunc.fixturenames
         and _BROKER_FIXTURES & set(metafunc.fixturenames)
-        and Path(metafunc.definition.path).name not in KAFKA_PYTHON_ONLY
+        and Path(metafunc.definition.path).name not in KAFKA_PYTHON_ONLY | BOTH_CLIENTS_INSIDE
     ):
         metafunc.parametrize("kafka_client", CLIENTS, indirect=True)
 
