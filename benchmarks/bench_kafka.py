@@ -58,15 +58,22 @@ CLIENTS = ("kafka-python", "confluent")
 _BROKER_DIR = Path(__file__).resolve().parents[1] / "tests" / "connectors" / "kafka"
 
 
-def _produce(bootstrap: str, topic: str, n: int, seed: int) -> None:
-    from kafka import KafkaProducer
+def _create(bootstrap: str, topics: list[str], partitions: int) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
+        admin.create_topics(
+            [NewTopic(t, num_partitions=partitions, replication_factor=1) for t in topics]
+        )
     finally:
         admin.close()
+
+
+def _produce(bootstrap: str, topic: str, n: int, seed: int) -> None:
+    from kafka import KafkaProducer
+
+    _create(bootstrap, [topic], PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
     for i, (x, y) in enumerate(agrawal(seed=seed, n=n)):
         producer.send(topic, value=orjson.dumps({"id": i, "x": x, "y": y}), key=str(i).encode())
@@ -284,6 +291,8 @@ def run_scenario(
 ) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:8]
     out = f"bench-out-{tag}"
+    # created before the clock starts (one partition, as a broker creates them on first use)
+    _create(bootstrap, [out, f"{out}-dlq"], 1)
     env = dict(os.environ, STREAM_NB_KAFKA_CLIENT=spec["client"])
     if spec["kind"] == "raw":
         command = [sys.executable, "-m", "benchmarks.bench_kafka", "--raw", spec["client"]]

@@ -196,3 +196,29 @@ def test_missing_kafka_python_names_the_extra() -> None:
     ).stdout
     assert "pip install '.[kafka]'" in out.splitlines()[0]
     assert out.splitlines()[1].startswith("ConfigError") and "pip install '.[kafka]'" in out
+
+
+def test_missing_confluent_kafka_names_the_extra() -> None:
+    """``client=confluent`` without confluent-kafka is a ConfigError naming the
+    ``kafka-fast`` extra, from the URL and from the CLI flag (checked in a fresh
+    interpreter where importing ``confluent_kafka`` fails); an unknown client names both."""
+    code = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "from stream_nb.connectors.registry import open_sink, open_source\n"
+        "for call in (lambda: open_source('kafka://127.0.0.1:9/t?client=confluent'),\n"
+        "             lambda: open_sink('kafka://127.0.0.1:9/t', {'kafka_client': 'confluent'}),\n"
+        "             lambda: open_sink('kafka://127.0.0.1:9/t?client=rdkafka')):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(out) == 3, out
+    for line in out[:2]:
+        assert line.startswith("ConfigError") and "pip install 'stream-nb[kafka-fast]'" in line
+    assert out[2] == (
+        "ConfigError unknown Kafka client 'rdkafka'; expected kafka-python or confluent"
+    )
