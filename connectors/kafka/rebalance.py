@@ -324,7 +324,7 @@ def _committed_by(metadata: str | bytes | None, worker_id: str) -> bool:
 
     librdkafka writes metadata with a trailing NUL byte, which kafka-python reads back:
 
-    >>> _committed_by('{"worker": "w1"}\x00', "w1")
+    >>> _committed_by('{"worker": "w1"}\\x00', "w1")
     True
     """
     if isinstance(metadata, str):
