@@ -1,6 +1,9 @@
 """Apache Kafka source and sinks (kafka-python 3.x): crash-safe, consumer-group aware.
 
-Needs the ``kafka`` extra: ``pip install '.[kafka]'`` in a clone of stream-nb.
+Needs the ``kafka`` extra: ``pip install '.[kafka]'`` in a clone of stream-nb. The
+``kafka-fast`` extra adds librdkafka (confluent-kafka), which a URL chooses with
+``client=confluent`` (or ``--kafka-client confluent`` for every URL); kafka-python stays
+the default client.
 
 URLs
 ----
@@ -94,7 +97,9 @@ Modules
 :mod:`~stream_nb.connectors.kafka.metrics`
     :class:`~stream_nb.connectors.kafka.metrics.KafkaMetrics` (Prometheus).
 :mod:`~stream_nb.connectors.kafka.client`
-    Bounded calls, the trouble log, and the one adapter over kafka-python's internals.
+    Bounded calls, the trouble log, the kafka-python adapter, the choice of client.
+:mod:`~stream_nb.connectors.kafka.confluent`
+    The librdkafka adapter (``client=confluent``).
 :mod:`~stream_nb.connectors.kafka.factories`
     The ``kafka://`` URL factories, registered on import.
 """

@@ -5,7 +5,10 @@
 * :class:`TroubleLog` logs broker trouble at most once per kind every 30 s, with a
   count of what it held back (:data:`trouble` is the one every connector shares);
 * :class:`ClientAdapter` is the one place that touches kafka-python beyond its
-  public API (see its docstring); :func:`warn_without_crc32c` uses it.
+  public API (see its docstring); :func:`warn_without_crc32c` uses it. It also makes
+  the connector's consumers and producers, polls and turns polled messages into
+  records: :class:`~stream_nb.connectors.kafka.confluent.ConfluentAdapter` does the
+  same with librdkafka (``client=confluent``), and :func:`client_adapter` picks one.
 """
 
 from __future__ import annotations
@@ -17,12 +20,26 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.future import Future
 
-from stream_nb._exceptions import StreamNBError
+from stream_nb._exceptions import ConfigError, StreamNBError
+from stream_nb.connectors.base import Record
 from stream_nb.connectors.kafka.url import log
 
-__all__ = ["ClientAdapter", "TroubleLog", "bounded", "trouble", "warn_without_crc32c"]
+__all__ = [
+    "CLIENTS",
+    "ClientAdapter",
+    "TroubleLog",
+    "bounded",
+    "client_adapter",
+    "trouble",
+    "warn_without_crc32c",
+]
+
+#: The Kafka clients a connector can use (``client=`` in a URL, ``--kafka-client``):
+#: kafka-python (the default) and librdkafka through confluent-kafka.
+CLIENTS = ("kafka-python", "confluent")
 
 T = TypeVar("T")
 
@@ -157,7 +174,14 @@ trouble = TroubleLog(log)
 
 
 class ClientAdapter:
-    """The three things kafka-python 3.0 offers no public API for, in one place.
+    """kafka-python for the connector, and the three things it offers no public API for.
+
+    The connector makes its clients (:meth:`consumer`, :meth:`producer`), subscribes
+    (:meth:`subscribe`), polls (:meth:`poll`) and turns what it polled into records
+    (:meth:`records`) through this class, so that
+    :class:`~stream_nb.connectors.kafka.confluent.ConfluentAdapter` can do the same with
+    librdkafka: every other line of the connector is the same for both clients, which
+    offer the kafka-python consumer and producer methods it calls.
 
     * **Broker connections** (:meth:`connections`): read from the client's public
       ``metrics()`` (``connection-count`` of its ``*-metrics`` group), so readiness and
@@ -176,6 +200,52 @@ class ClientAdapter:
       record batch with the ``crc32c`` package when its internal ``kafka.record.util``
       module found it (``crc32c_c``), else in pure Python; nothing public says which.
     """
+
+    #: The client's name, as in :data:`CLIENTS`.
+    name = "kafka-python"
+
+    @staticmethod
+    def consumer(**options: Any) -> Any:
+        """A consumer with kafka-python's options."""
+        return KafkaConsumer(**options)
+
+    @staticmethod
+    def producer(**options: Any) -> Any:
+        """A producer with kafka-python's options."""
+        return KafkaProducer(**options)
+
+    @staticmethod
+    def subscribe(consumer: Any, topics: list[str], listener: Any) -> None:
+        """Subscribe ``consumer`` to ``topics``; ``listener``'s coroutines handle rebalances."""
+        consumer.subscribe(topics, listener=listener)
+
+    @staticmethod
+    def poll(consumer: Any, max_records: int, timeout_ms: int) -> Any:
+        """Up to ``max_records`` messages, waiting at most ``timeout_ms`` (rebalances run
+        inside); hand the result to :meth:`records`."""
+        return consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
+
+    @staticmethod
+    def records(polled: Any, positions: dict[Any, int]) -> list[Record]:
+        """The records of what :meth:`poll` returned; ``positions`` gets the next offset of
+        every partition they came from."""
+        out: list[Record] = []
+        append = out.append
+        for tp, messages in polled.items():
+            topic, partition = tp.topic, tp.partition
+            for m in messages:
+                append(
+                    Record(
+                        payload=m.value if m.value is not None else b"",
+                        position={"topic": topic, "partition": partition, "offset": m.offset},
+                        key=m.key,
+                        timestamp=m.timestamp / 1000.0 if m.timestamp is not None else None,
+                        headers=tuple((k, v or b"") for k, v in (m.headers or ())),
+                    )
+                )
+            if messages:
+                positions[tp] = messages[-1].offset + 1
+        return out
 
     @staticmethod
     def connections(client: Any) -> int | None:
@@ -233,6 +303,39 @@ class ClientAdapter:
         if not hasattr(util, "crc32c_c"):
             return None
         return util.crc32c_c is not None
+
+
+def client_adapter(name: str | None) -> ClientAdapter:
+    """The adapter of client ``name`` (one of :data:`CLIENTS`; ``None``: kafka-python).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name, or ``confluent`` without confluent-kafka installed (naming
+        the extra that installs it).
+
+    Examples
+    --------
+    >>> client_adapter(None).name
+    'kafka-python'
+    >>> client_adapter("rdkafka")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: unknown Kafka client 'rdkafka'; expected kafka-python ...
+    """
+    if name is None or name == "kafka-python":
+        return ClientAdapter()
+    if name != "confluent":
+        raise ConfigError(f"unknown Kafka client {name!r}; expected {' or '.join(CLIENTS)}")
+    try:
+        from stream_nb.connectors.kafka.confluent import ConfluentAdapter
+    except ImportError as exc:
+        raise ConfigError(
+            "the Kafka client 'confluent' needs confluent-kafka (librdkafka); install the "
+            "'kafka-fast' extra: pip install 'stream-nb[kafka-fast]' (or '.[kafka-fast]' in "
+            f"a clone of stream-nb) ({exc})"
+        ) from exc
+    return ConfluentAdapter()
 
 
 @functools.cache

@@ -21,9 +21,18 @@ def _bind_metrics(connector: KafkaSource | KafkaSink, options: Mapping[str, Any]
         connector.bind_metrics(metrics.registry)
 
 
+def _choose_client(query: dict[str, Any], options: Mapping[str, Any]) -> None:
+    """The client of a connector: the URL's ``client=``, else ``options["kafka_client"]``
+    (``--kafka-client``), else kafka-python."""
+    if options.get("kafka_client") is not None:
+        query.setdefault("client", options["kafka_client"])
+
+
 def open_kafka_source(url: str, options: Mapping[str, Any]) -> KafkaSource:
-    """``kafka://h:p/topic[,topic]?group_id=...`` as a :class:`KafkaSource`."""
+    """``kafka://h:p/topic[,topic]?group_id=...`` as a :class:`KafkaSource`
+    (``client=confluent`` for librdkafka)."""
     servers, topics, query = parse_kafka_url(url)
+    _choose_client(query, options)
     if options.get("reset_state"):
         query.setdefault("reset_state", True)
     source = KafkaSource(servers, topics, **query)
@@ -35,6 +44,7 @@ def open_kafka_sink(url: str, options: Mapping[str, Any]) -> KafkaSink:
     """``kafka://h:p/topic`` as a :class:`KafkaSink` (a :class:`KafkaDeadLetterSink`
     for the dead-letter role)."""
     servers, topics, query = parse_kafka_url(url)
+    _choose_client(query, options)
     if len(topics) != 1:
         raise ConfigError(f"a Kafka sink writes one topic, got {topics} in {url!r}")
     cls = KafkaDeadLetterSink if options.get("role") == "dead_letters" else KafkaSink

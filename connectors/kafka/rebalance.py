@@ -28,7 +28,6 @@ from kafka import AsyncConsumerRebalanceListener, TopicPartition
 from kafka.errors import KafkaError
 
 from stream_nb._exceptions import SourceError, StreamNBError
-from stream_nb.connectors.kafka.client import ClientAdapter
 from stream_nb.connectors.kafka.url import log
 
 if TYPE_CHECKING:
@@ -322,7 +321,16 @@ def _committed_by(metadata: str | bytes | None, worker_id: str) -> bool:
     True
     >>> _committed_by("", "w1"), _committed_by("not json", "w1")
     (False, False)
+
+    librdkafka writes metadata with a trailing NUL byte, which kafka-python reads back:
+
+    >>> _committed_by('{"worker": "w1"}\\x00', "w1")
+    True
     """
+    if isinstance(metadata, str):
+        metadata = metadata.rstrip("\x00")
+    elif isinstance(metadata, bytes):
+        metadata = metadata.rstrip(b"\x00")
     try:
         data = orjson.loads(metadata or b"{}")
     except (orjson.JSONDecodeError, TypeError):
@@ -400,7 +408,7 @@ class RebalanceListener(AsyncConsumerRebalanceListener):
         that cannot be written) ends the daemon outside a rebalance too.
         """
         try:
-            return await ClientAdapter.await_in_thread(self._source.consumer, work)
+            return await self._source.adapter.await_in_thread(self._source.consumer, work)
         except Exception as exc:
             log.error("rebalance work (checkpoint, commit or offset check) failed: %r", exc)
             if self._failure is None:

@@ -6,13 +6,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
 from stream_nb._exceptions import SinkError
 from stream_nb.connectors.base import Headers, Sink
-from stream_nb.connectors.kafka.client import trouble
+from stream_nb.connectors.kafka.client import client_adapter, trouble
 from stream_nb.connectors.kafka.metrics import KafkaMetrics, metrics_for
 from stream_nb.connectors.kafka.records import (
     carry_headers,
@@ -62,8 +61,13 @@ class KafkaSink(Sink):
         Destination topic.
     create_topics, topic_partitions, topic_replication_factor
         Create the topic if it is missing (``-1``: the broker's defaults).
+    client
+        The Kafka client: ``kafka-python`` (default) or ``confluent`` (librdkafka, the
+        ``kafka-fast`` extra). With ``exactly_once`` the records go through model sync's
+        producer, which uses the source's client.
     **options
-        Any kafka-python producer option. Defaults: ``acks="all"``,
+        Any kafka-python producer option (with ``client=confluent`` renamed for
+        librdkafka, or librdkafka's own). Defaults: ``acks="all"``,
         ``linger_ms=5``, ``delivery_timeout_ms=30000``: records are retried that
         long (a broker restart), then ``flush`` raises :class:`~stream_nb.SinkError`
         and the daemon exits for its supervisor.
@@ -80,8 +84,10 @@ class KafkaSink(Sink):
         create_topics: bool = False,
         topic_partitions: int = -1,
         topic_replication_factor: int = -1,
+        client: str | None = None,
         **options: Any,
     ) -> None:
+        adapter = client_adapter(client)
         create, partitions, replication = topic_options(
             {
                 "create_topics": create_topics,
@@ -113,7 +119,7 @@ class KafkaSink(Sink):
         self.flush_timeout = options["delivery_timeout_ms"] / 1000.0 + 5.0
         self._bootstrap = bootstrap_servers
         try:
-            self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **options)
+            self._producer = adapter.producer(bootstrap_servers=bootstrap_servers, **options)
         except KafkaError as exc:
             raise SinkError(f"cannot create a producer for Kafka topic {topic!r}: {exc!r}") from exc
         # (future, value, key, headers) of every record sent since the last flush

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.admin import MemberToRemove
 from kafka.errors import CommitFailedError, FencedInstanceIdError, KafkaError
 from prometheus_client import CollectorRegistry
@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 from stream_nb._exceptions import ConfigError, SourceError
 from stream_nb.connectors.base import EngineHooks, Record, Source
 from stream_nb.connectors.kafka.client import (
-    ClientAdapter,
     bounded,
+    client_adapter,
     trouble,
     warn_without_crc32c,
 )
@@ -86,8 +86,13 @@ class KafkaSource(Source):
     reset_state
         Accept a start without snapshot on a group that already committed offsets:
         the model starts empty at those offsets (``--reset-state``).
+    client
+        The Kafka client: ``kafka-python`` (default) or ``confluent`` (librdkafka, the
+        ``kafka-fast`` extra; see :mod:`~stream_nb.connectors.kafka.confluent`). Model
+        sync and the sinks of a daemon use each their own URL's client.
     **options
-        Any other kafka-python consumer option (security settings included).
+        Any other kafka-python consumer option (security settings included; with
+        ``client=confluent`` renamed for librdkafka, or librdkafka's own).
         ``enable_auto_commit=True`` is refused.
     """
 
@@ -110,8 +115,11 @@ class KafkaSource(Source):
         topic_partitions: int = -1,
         topic_replication_factor: int = -1,
         reset_state: bool = False,
+        client: str | None = None,
         **options: Any,
     ) -> None:
+        #: The Kafka client's adapter (:func:`~stream_nb.connectors.kafka.client.client_adapter`).
+        self.adapter = client_adapter(client)
         if options.get("enable_auto_commit"):
             raise ConfigError(
                 "enable_auto_commit=true would commit offsets before the model is "
@@ -164,7 +172,8 @@ class KafkaSource(Source):
         options.setdefault("reconnect_backoff_max_ms", 5000)
         options.setdefault("fetch_max_wait_ms", 100)
         options.setdefault("max_poll_records", 2048)
-        warn_without_crc32c()
+        if self.adapter.name == "kafka-python":
+            warn_without_crc32c()
         roles = {t: "input topic" for t in self.topics}
         if sync_topic is not None:
             roles[sync_topic] = "model-sync topic"
@@ -287,7 +296,7 @@ class KafkaSource(Source):
 
     def _start(self) -> None:
         """Create the consumer, refuse a lost model (see :meth:`_refuse_lost_state`), join."""
-        consumer = KafkaConsumer(
+        consumer = self.adapter.consumer(
             bootstrap_servers=self.bootstrap,
             group_id=self.group_id,
             group_instance_id=self.group_instance_id,
@@ -300,8 +309,8 @@ class KafkaSource(Source):
         except BaseException:
             consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
             raise
-        consumer.subscribe(self.topics, listener=self._listener)
         self._client = consumer
+        self.adapter.subscribe(consumer, self.topics, self._listener)
 
     def _refuse_lost_state(self, consumer: Any) -> None:
         """With checkpoints but no snapshot restored, refuse a group that has commits
@@ -326,7 +335,7 @@ class KafkaSource(Source):
         if now - self._last_connection_check < 1.0:
             return
         self._last_connection_check = now
-        connections = ClientAdapter.connections(self._client)
+        connections = self.adapter.connections(self._client)
         kind = f"unreachable:{self.group_id}"
         servers = self.bootstrap if isinstance(self.bootstrap, str) else ",".join(self.bootstrap)
         if connections == 0:
@@ -349,7 +358,7 @@ class KafkaSource(Source):
         consumer = self.consumer
         with self._listener.polling():
             try:
-                polled = consumer.poll(timeout_ms=int(timeout * 1000), max_records=max_records)
+                polled = self.adapter.poll(consumer, max_records, int(timeout * 1000))
             except KafkaError as exc:
                 if is_fatal(exc):
                     raise SourceError(
@@ -360,7 +369,7 @@ class KafkaSource(Source):
                     ) from exc
                 trouble.report(f"poll:{self.group_id}", f"polling {self.topics} failed: {exc!r}")
                 time.sleep(min(timeout, 1.0))  # no busy loop while the error lasts
-                polled = {}
+                polled = ()
         self._listener.raise_failure()
         self._watch_connection()
         if self.partitions.take_rollback():
@@ -373,22 +382,7 @@ class KafkaSource(Source):
                 return []
             if self._return_to_snapshot():
                 return []
-        out: list[Record] = []
-        positions = self.positions
-        for tp, messages in polled.items():
-            topic, partition = tp.topic, tp.partition
-            for m in messages:
-                out.append(
-                    Record(
-                        payload=m.value if m.value is not None else b"",
-                        position={"topic": topic, "partition": partition, "offset": m.offset},
-                        key=m.key,
-                        timestamp=m.timestamp / 1000.0 if m.timestamp is not None else None,
-                        headers=tuple((k, v or b"") for k, v in (m.headers or ())),
-                    )
-                )
-            if messages:
-                positions[tp] = messages[-1].offset + 1
+        out = self.adapter.records(polled, self.positions) if polled else []
         if out:
             self._clean = False
         if self.metrics is not None:
@@ -492,7 +486,7 @@ class KafkaSource(Source):
         true if it keeps none)."""
         if self._client is None:
             return False
-        connections = ClientAdapter.connections(self._client)
+        connections = self.adapter.connections(self._client)
         return connections is None or connections > 0
 
     # ------------------------------------------------------------ rebalances
@@ -545,7 +539,7 @@ class KafkaSource(Source):
         consumer, self._client = self._client, None
         if consumer is None:
             return
-        reachable = ClientAdapter.connections(consumer) != 0
+        reachable = self.adapter.connections(consumer) != 0
         try:
             consumer.close(autocommit=False, timeout_ms=int(CLOSE_SECONDS * 1000))
         except KafkaError as exc:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError
 
 from stream_nb._exceptions import ConfigError, SourceError
@@ -139,7 +139,7 @@ class KafkaSync:
         #: Largest delta record the sync topic accepts (``max.message.bytes``), if known.
         self.delta_limit = None if info is None else info.max_message_bytes
         self._call_ms = source.call_ms
-        self._consumer = KafkaConsumer(
+        self._consumer = source.adapter.consumer(
             bootstrap_servers=source.bootstrap,
             group_id=None,
             enable_auto_commit=False,
@@ -176,7 +176,7 @@ class KafkaSync:
             self._txn_seconds = transaction_call_seconds(options["delivery_timeout_ms"])
             transactional_id = f"stream-nb.{self.source.group_id}.{self.worker_id}"
             try:
-                producer = KafkaProducer(
+                producer = self.source.adapter.producer(
                     bootstrap_servers=self.source.bootstrap,
                     transactional_id=transactional_id,
                     **options,

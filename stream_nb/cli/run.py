@@ -88,6 +88,14 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
     _switch(g, "--follow", help="keep reading a growing --source file (like tail -f)")
     _flag(
         g,
+        "--kafka-client",
+        default="kafka-python",
+        choices=["kafka-python", "confluent"],
+        help="client of the kafka:// URLs without a client= option: kafka-python, or "
+        "confluent (librdkafka; pip install 'stream-nb[kafka-fast]')",
+    )
+    _flag(
+        g,
         "--dead-letters",
         metavar="URL",
         help="where rejected events go, with reason and position (default stderr; "
@@ -322,6 +330,7 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # over anyway, so they are written (to the OS) but not fsynced.
         "fsync": args.checkpoint_dir is not None,
         "reset_state": args.reset_state,
+        "kafka_client": args.kafka_client,
     }
     source_url = args.source
     if args.demo is not None:

@@ -94,8 +94,12 @@ def topic(kafka_bootstrap: str, unique: str) -> str:
 
 
 @pytest.fixture
-def source(kafka_bootstrap: str, topic: str, unique: str) -> Iterator[KafkaSource]:
-    source = KafkaSource(kafka_bootstrap, topic, group_id=f"g-{unique}", worker_id="w1")
+def source(
+    kafka_bootstrap: str, topic: str, unique: str, kafka_client: str
+) -> Iterator[KafkaSource]:
+    source = KafkaSource(
+        kafka_bootstrap, topic, group_id=f"g-{unique}", worker_id="w1", client=kafka_client
+    )
     yield source
     source.close()
 
@@ -148,13 +152,14 @@ def test_records_the_source_has_not_handed_out_show_as_lag(
 
 
 def test_partitions_that_move_to_another_member_lose_their_series(
-    kafka_bootstrap: str, topic: str, unique: str
+    kafka_bootstrap: str, topic: str, unique: str, kafka_client: str
 ) -> None:
     """A second member joins the group: the partitions revoked from the first one have no
     lag or committed-offset series left in its registry (their new owner publishes
     them), and each member's lag series are exactly its partitions."""
     send(kafka_bootstrap, topic, {0: 3, 1: 3, 2: 3})
-    options = {"heartbeat_interval_ms": 1000}  # a rebalance is noticed within a second
+    # a rebalance is noticed within a second
+    options = {"heartbeat_interval_ms": 1000, "client": kafka_client}
     first = KafkaSource(kafka_bootstrap, topic, group_id=f"g-{unique}", worker_id="w1", **options)
     second = KafkaSource(kafka_bootstrap, topic, group_id=f"g-{unique}", worker_id="w2", **options)
     one, two = CollectorRegistry(), CollectorRegistry()
