@@ -259,9 +259,7 @@ def _exact_sums(values: np.ndarray) -> bool:
     """Whether every partial sum of ``values`` (any order) is an exactly represented integer."""
     if not values.size:
         return True
-    return bool(np.abs(values).sum() < _EXACT_INTEGERS) and bool(
-        (values == np.floor(values)).all()
-    )
+    return bool(np.abs(values).sum() < _EXACT_INTEGERS) and bool((values == np.floor(values)).all())
 
 
 def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:

@@ -55,9 +55,9 @@ from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     exclusive_cumsum,
     grouped_exclusive_cumsum,
-    running_from,
     row_max_argmax,
     row_sum,
+    running_from,
 )
 
 if TYPE_CHECKING:
