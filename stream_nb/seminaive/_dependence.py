@@ -34,10 +34,11 @@ from stream_nb.seminaive._base import (
     check_int,
     shared_signature,
 )
-from stream_nb.seminaive._dense import Floats
+from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._known import normalise, rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
+from stream_nb.seminaive._segment import learn_run, run_scores
 from stream_nb.seminaive._store import Item
 
 __all__ = ["SIGNIFICANCE_Z", "_Dependence"]
@@ -155,11 +156,18 @@ class _Dependence(_SemiNaive):
         self._families = families
 
     def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
+        self._count_families(items, self._store.classes[y], w)
+        self._weight_seen += w * self._scale  # raw w × scale = the event's weight
+        if self._weight_seen >= self._next_rebuild * (1.0 - COUNT_TOLERANCE):
+            self.rebuild()
+            self._schedule()
+
+    def _count_families(self, items: list[Item], k: int, w: float) -> None:
+        """Add an event of class index ``k`` to the family counts of its features."""
         families = self._families
         if families:
             xd = dict(items)
             parents = self._parents
-            k = self._store.classes[y]
             n_classes = len(self._store.classes)
             for j, fam in families.items():
                 vj = xd.get(j, _ABSENT)
@@ -168,10 +176,6 @@ class _Dependence(_SemiNaive):
                 key = tuple([xd.get(p, _ABSENT) for p in parents[j]])
                 if _ABSENT not in key:
                     count(fam, key, vj, k, w, n_classes)
-        self._weight_seen += w * self._scale  # raw w × scale = the event's weight
-        if self._weight_seen >= self._next_rebuild * (1.0 - COUNT_TOLERANCE):
-            self.rebuild()
-            self._schedule()
 
     def _schedule(self) -> None:
         """Next rebuild: the gap doubles from ``_FIRST_REBUILD`` up to ``rebuild_every``."""
@@ -352,19 +356,71 @@ class _Dependence(_SemiNaive):
                     check_weight(w)
         except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
             return None
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)  # no forgetting: α in raw units is α
         labels = list(store.class_weight)
-        n_classes = len(labels)
         n = len(rows)
-        a = self.alpha
         ks = [-1 if y is None else classes[y] for y in ys]
         prior, denominators = self._prefix_terms(rows, ks, ws)
+        scores = np.zeros((n, len(labels)))
+        naive = np.zeros((n, len(block.feat)))
+        extra: dict[int, list[float]] = {}
+        uniform = _uniform(block, rows)
+        start = 0
+        due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
+        for t, w in enumerate(ws):
+            if ks[t] < 0:
+                continue
+            self._weight_seen += w * self._scale  # raw w × scale = the event's weight
+            if self._weight_seen >= due:
+                self._predict_learn_run(rows, ks, ws, start, t + 1, uniform, scores, naive, extra)
+                self.rebuild()
+                self._schedule()
+                due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
+                start = t + 1
+        if start < n:
+            self._predict_learn_run(rows, ks, ws, start, n, uniform, scores, naive, extra)
+        self.n_learned += sum(k >= 0 for k in ks)
+        scores += prior
+        scores -= np.einsum("tc,tck->tk", naive, denominators)
+        for t, terms in extra.items():
+            scores[t] += terms
+        log_proba, best = normalise(scores)
+        return labels, log_proba, best
+
+    def _predict_learn_run(
+        self,
+        rows: list[list[int]],
+        ks: list[int],
+        ws: Sequence[float],
+        start: int,
+        stop: int,
+        uniform: Indices | None,
+        scores: Floats,
+        naive: Floats,
+        extra: dict[int, list[float]],
+    ) -> None:
+        """Score then learn events ``start`` to ``stop`` (one structure): their table and
+        family terms into ``scores`` and ``extra``, their Naive Bayes columns into ``naive``.
+
+        A run of ``uniform`` events (same columns, no family counts, every parent
+        item qualifying already: weights only grow) goes through
+        :func:`~stream_nb.seminaive._segment.run_scores` at once, anything else
+        one event at a time from the log table.
+        """
+        block = self._store.dense
+        assert block is not None
+        plan = self._plan()
         threshold = self._raw_threshold()
-        vw = block.vw
-        items = block.items
-        s = block.s
-        col_of = block.col_of
+        if uniform is not None and not plan.families:
+            items = uniform[start:stop]
+            if not len(items) or block.vw[items].min() >= threshold:
+                self._uniform_run(plan, items, ks[start:stop], ws[start:stop], scores[start:stop])
+                positions = np.flatnonzero(self._parent_at(plan, items) < 0)
+                naive[start:stop, block.col_of[items[0, positions]]] = 1.0
+                return
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        a = self.alpha
+        vw, s, col_of, named = block.vw, block.s, block.col_of, block.items
 
         def qualifies(item: int) -> bool:
             return bool(vw[item] >= threshold)
@@ -375,34 +431,54 @@ class _Dependence(_SemiNaive):
         def n_values(item: int) -> float:
             return float(s[col_of[item]])
 
-        plan = self._plan()
         table = block.table_cells
-        scores = np.empty((n, n_classes))
-        naive = np.zeros((n, len(block.feat)))
-        extra: dict[int, list[float]] = {}
-        learn = store.learn_known
-        after = self._after_learn
-        learned = 0
-        for t, (idx, y, w) in enumerate(zip(rows, ys, ws, strict=True)):
+        learn = self._store.learn_known
+        labels = list(self._store.classes)
+        for t in range(start, stop):
+            idx = rows[t]
             at, nb, nodes = plan.rows(idx, qualifies, enough)
             np.add.reduce(table.take(at, axis=0), axis=0, out=scores[t])
             naive[t, nb] = 1.0
             if nodes:
-                extra[t] = family_terms(nodes, items, n_values, a)
-            if y is not None:
-                structure = self._parents
-                learn(idx, y, ks[t], w)
-                after([items[i] for i in idx] if self._families else [], y, w)
-                learned += 1
-                if self._parents is not structure:  # rebuilt
-                    plan = self._plan()
-        self.n_learned += learned
-        scores += prior
-        scores -= np.einsum("tc,tck->tk", naive, denominators)
-        for t, terms in extra.items():
-            scores[t] += terms
-        log_proba, best = normalise(scores)
-        return labels, log_proba, best
+                extra[t] = family_terms(nodes, named, n_values, a)
+            k = ks[t]
+            if k >= 0:
+                learn(idx, labels[k], k, ws[t])
+                self._count_families([named[i] for i in idx], k, ws[t])
+
+    def _parent_at(self, plan: Plan, items: Indices) -> Indices:
+        """For each position of a uniform run, the position of its parent (``-1``: none)."""
+        block = self._store.dense
+        assert block is not None
+        columns = block.col_of[items[0]].tolist()
+        position = {c: i for i, c in enumerate(columns)}
+        out = np.full(len(columns), -1, dtype=np.intp)
+        for i, c in enumerate(columns):
+            for pc in plan.parent_cols.get(c, ()):
+                if pc in position:
+                    out[i] = position[pc]
+                    break
+        return out
+
+    def _uniform_run(
+        self, plan: Plan, items: Indices, ks: list[int], ws: Sequence[float], out: Floats
+    ) -> None:
+        """:meth:`_predict_learn_run` of a uniform run: scores into ``out``, then learning."""
+        if not len(items):
+            return
+        store = self._store
+        block = store.dense
+        assert block is not None
+        k_of = np.array(ks, dtype=np.intp)
+        w_of = np.array(ws, dtype=np.float64)
+        weights = np.zeros(out.shape)
+        learned = np.flatnonzero(k_of >= 0)
+        weights[learned, k_of[learned]] = w_of[learned]
+        out += run_scores(block, items, self._parent_at(plan, items), weights, self.alpha)
+        learn_run(block, items, k_of, w_of)
+        labels = list(store.classes)
+        rows = items.tolist()
+        store.learned_known(rows, [labels[k] if k >= 0 else None for k in ks], list(ws))
 
     def _prefix_terms(
         self, rows: list[list[int]], ks: list[int], ws: Sequence[float]
@@ -557,3 +633,16 @@ class _Dependence(_SemiNaive):
 
     def _extra_size(self) -> int:
         return sum(map(len, self._parents.values())) + _nodes.size(self._families)
+
+
+def _uniform(block: DenseBlock, rows: list[list[int]]) -> Indices | None:
+    """The batch's items as a ``(B, d)`` array when every event fills the same columns in
+    the same order, else ``None``."""
+    d = len(rows[0])
+    if any(len(idx) != d for idx in rows):
+        return None
+    items = np.array(rows, dtype=np.intp)
+    columns = block.col_of[items]
+    if not (columns == columns[0]).all():
+        return None
+    return items
