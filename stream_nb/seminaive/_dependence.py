@@ -346,8 +346,8 @@ class _Dependence(_SemiNaive):
         store = self._store
         block = store.dense
         classes = store.classes
-        if block is None or not store.class_weight or len(store.class_weight) != len(classes):
-            return None
+        if block is None or not store.class_weight or list(store.class_weight) != list(classes):
+            return None  # (class weights in class-index order: the prefix sums rely on it)
         try:
             if not all(y is None or y in classes for y in ys):
                 return None
