@@ -349,6 +349,20 @@ class _SemiNaive(Learner):
                 keep.append(entry)
         self._pending = keep
 
+    def _frozen_bins(self) -> dict[Hashable, tuple[list[float], dict[int, int]]]:
+        """The numeric pair features whose cut points are frozen: their cut points and the
+        dense block's item of each bin learned (see :mod:`~stream_nb.seminaive._known`)."""
+        block = self._store.dense
+        out: dict[Hashable, tuple[list[float], dict[int, int]]] = {}
+        if block is None:
+            return out
+        index = block.index
+        for f, edges in self._disc.edges.items():
+            if f in block.feat:
+                bins = {b: index[(f, b)] for b in range(len(edges) + 1) if (f, b) in index}
+                out[f] = (edges, bins)
+        return out
+
     def _add_class(self, y: Hashable) -> None:
         """Give a new class an index in every count vector."""
         self._store.add_class(y)

@@ -8,10 +8,12 @@ schedule; KDB's features with two or more parents also keep *family* counts
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Unpack
 
-from stream_nb._exceptions import ModelStateError
+import numpy as np
+
+from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
 from stream_nb._params import log_prior
 from stream_nb._state import (
     encode_key,
@@ -23,6 +25,7 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb.base import Capabilities, Learner
+from stream_nb.limits import check_weight
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._base import (
     COUNT_TOLERANCE,
@@ -31,7 +34,11 @@ from stream_nb.seminaive._base import (
     check_int,
     shared_signature,
 )
+from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._known import normalise, rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
+from stream_nb.seminaive._plan import Plan, family_terms
+from stream_nb.seminaive._segment import learn_run, run_scores
 from stream_nb.seminaive._store import Item
 
 __all__ = ["SIGNIFICANCE_Z", "_Dependence"]
@@ -69,9 +76,16 @@ class _Dependence(_SemiNaive):
 
     Family counts of a feature start from zero whenever a rebuild changes its
     parent set (they cannot be recovered from pairwise counts).
+
+    Batches of known events (every value ``None`` or a string the dense block
+    holds, no forgetting) go through the batch kernel
+    (:meth:`predict_learn_columns`, :meth:`predict_learn_many`): each event is
+    scored from the block's log table and learned in turn, and a rebuild that
+    falls inside the batch happens after the event that triggers it, exactly
+    as one event at a time.
     """
 
-    capabilities = Capabilities(informative_features=True, structure=True)
+    capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
 
     def structure(self) -> dict[str, Any] | None:
         """The parents of each feature at the last rebuild (:meth:`Learner.structure`)."""
@@ -142,11 +156,18 @@ class _Dependence(_SemiNaive):
         self._families = families
 
     def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
+        self._count_families(items, self._store.classes[y], w)
+        self._weight_seen += w * self._scale  # raw w × scale = the event's weight
+        if self._weight_seen >= self._next_rebuild * (1.0 - COUNT_TOLERANCE):
+            self.rebuild()
+            self._schedule()
+
+    def _count_families(self, items: list[Item], k: int, w: float) -> None:
+        """Add an event of class index ``k`` to the family counts of its features."""
         families = self._families
         if families:
             xd = dict(items)
             parents = self._parents
-            k = self._store.classes[y]
             n_classes = len(self._store.classes)
             for j, fam in families.items():
                 vj = xd.get(j, _ABSENT)
@@ -155,10 +176,6 @@ class _Dependence(_SemiNaive):
                 key = tuple([xd.get(p, _ABSENT) for p in parents[j]])
                 if _ABSENT not in key:
                     count(fam, key, vj, k, w, n_classes)
-        self._weight_seen += w * self._scale  # raw w × scale = the event's weight
-        if self._weight_seen >= self._next_rebuild * (1.0 - COUNT_TOLERANCE):
-            self.rebuild()
-            self._schedule()
 
     def _schedule(self) -> None:
         """Next rebuild: the gap doubles from ``_FIRST_REBUILD`` up to ``rebuild_every``."""
@@ -233,6 +250,275 @@ class _Dependence(_SemiNaive):
             assert block is not None
             s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
         return dict(zip(classes, s, strict=True))
+
+    # ------------------------------------------------------------------ batch kernel
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
+        known (see :meth:`_predict_learn_known`), else one event at a time."""
+        block = self._store.dense
+        if block is not None and self._batch_ready():
+            batch = rows_from_dicts(block.codes, xs, None, self._frozen_bins())
+            out = None if batch is None else self._predict_learn_known(batch[0], ys, ws)
+            if out is not None:
+                labels, log_proba, best = out
+                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
+                return (
+                    [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()],
+                    [labels[k] for k in best.tolist()],
+                    {},
+                )
+        return super().predict_learn_many(xs, ys, ws)
+
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_columns` through the batch kernel when every event
+        is known (see :meth:`_predict_learn_known`); ``None`` otherwise.
+
+        Examples
+        --------
+        >>> from stream_nb import TAN
+        >>> model = TAN()
+        >>> for i in range(6):
+        ...     model.learn_one({"a": "u" if i % 2 else "v", "b": "p"}, i % 2)
+        >>> labels, log_proba, best = model.predict_learn_columns(
+        ...     ("a", "b"), [["u", "v", "u"], ["p", "p", None]], [1, 0, None]
+        ... )
+        >>> labels, log_proba.shape, [labels[k] for k in best], model.n_learned
+        ([0, 1], (3, 2), [1, 0, 1], 8)
+        """
+        block = self._store.dense
+        if block is None or self._delta is not None or not self._batch_ready():
+            return None
+        batch = rows_from_columns(block.codes, names, columns, None, self._frozen_bins())
+        if batch is None:
+            return None
+        return self._predict_learn_known(batch[0], ys, [1.0] * len(ys) if ws is None else ws)
+
+    def _batch_ready(self) -> bool:
+        """Whether the batch kernel may take a batch: the class declares it
+        (``capabilities.column_kernel``), there is a dense block and no forgetting."""
+        return (
+            type(self).capabilities.column_kernel
+            and self._store.dense is not None
+            and self._gamma is None
+        )
+
+    def _plan(self) -> Plan:
+        block = self._store.dense
+        assert block is not None
+        return Plan(
+            self._parents,
+            self._families,
+            block.feat,
+            block.items,
+            block.col_of.tolist(),
+            n_items=block.vw.shape[0],
+        )
+
+    def _predict_learn_known(
+        self,
+        rows: list[list[int]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[Hashable], Floats, Any] | None:
+        """The batch kernel: predict then learn each known event in turn, as
+        :meth:`predict_log_proba_one` then :meth:`learn_one` would.
+
+        ``rows[i]`` are event ``i``'s items in the dense block. Each event's
+        terms (:class:`~stream_nb.seminaive._plan.Plan`) are one gather and sum
+        of the log table, plus its family terms; the class prior and the Naive
+        Bayes denominators ``N(y, j) + α S_j`` come from prefix sums over the
+        batch in event order (the same sums as one event at a time). A rebuild
+        due after an event happens there and the rest of the batch uses the
+        new structure. ``None`` (nothing changed) unless the model has learned
+        something and every label is ``None`` or a known class with a valid weight.
+        """
+        store = self._store
+        block = store.dense
+        classes = store.classes
+        if block is None or not store.class_weight or list(store.class_weight) != list(classes):
+            return None  # (class weights in class-index order: the prefix sums rely on it)
+        try:
+            if not all(y is None or y in classes for y in ys):
+                return None
+            for w in ws:
+                if w != 1.0:
+                    check_weight(w)
+        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
+            return None
+        labels = list(store.class_weight)
+        n = len(rows)
+        ks = [-1 if y is None else classes[y] for y in ys]
+        prior, denominators = self._prefix_terms(rows, ks, ws)
+        scores = np.zeros((n, len(labels)))
+        naive = np.zeros((n, len(block.feat)))
+        extra: dict[int, list[float]] = {}
+        uniform = _uniform(block, rows)
+        start = 0
+        due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
+        for t, w in enumerate(ws):
+            if ks[t] < 0:
+                continue
+            self._weight_seen += w * self._scale  # raw w × scale = the event's weight
+            if self._weight_seen >= due:
+                self._predict_learn_run(rows, ks, ws, start, t + 1, uniform, scores, naive, extra)
+                self.rebuild()
+                self._schedule()
+                due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
+                start = t + 1
+        if start < n:
+            self._predict_learn_run(rows, ks, ws, start, n, uniform, scores, naive, extra)
+        self.n_learned += sum(k >= 0 for k in ks)
+        scores += prior
+        scores -= np.einsum("tc,tck->tk", naive, denominators)
+        for t, terms in extra.items():
+            scores[t] += terms
+        log_proba, best = normalise(scores)
+        return labels, log_proba, best
+
+    def _predict_learn_run(
+        self,
+        rows: list[list[int]],
+        ks: list[int],
+        ws: Sequence[float],
+        start: int,
+        stop: int,
+        uniform: Indices | None,
+        scores: Floats,
+        naive: Floats,
+        extra: dict[int, list[float]],
+    ) -> None:
+        """Score then learn events ``start`` to ``stop`` (one structure): their table and
+        family terms into ``scores`` and ``extra``, their Naive Bayes columns into ``naive``.
+
+        A run of ``uniform`` events (same columns, no family counts, every parent
+        item qualifying already: weights only grow) goes through
+        :func:`~stream_nb.seminaive._segment.run_scores` at once, anything else
+        one event at a time from the log table.
+        """
+        block = self._store.dense
+        assert block is not None
+        plan = self._plan()
+        threshold = self._raw_threshold()
+        if uniform is not None and not plan.families:
+            items = uniform[start:stop]
+            if not len(items) or block.vw[items].min() >= threshold:
+                self._uniform_run(plan, items, ks[start:stop], ws[start:stop], scores[start:stop])
+                positions = np.flatnonzero(self._parent_at(plan, items) < 0)
+                naive[start:stop, block.col_of[items[0, positions]]] = 1.0
+                return
+        if block.table is None or block.alpha != self.alpha:
+            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        a = self.alpha
+        vw, s, col_of, named = block.vw, block.s, block.col_of, block.items
+
+        def qualifies(item: int) -> bool:
+            return bool(vw[item] >= threshold)
+
+        def enough(node: Node) -> bool:
+            return sum(node[0]) >= threshold
+
+        def n_values(item: int) -> float:
+            return float(s[col_of[item]])
+
+        table = block.table_cells
+        learn = self._store.learn_known
+        labels = list(self._store.classes)
+        for t in range(start, stop):
+            idx = rows[t]
+            at, nb, nodes = plan.rows(idx, qualifies, enough)
+            np.add.reduce(table.take(at, axis=0), axis=0, out=scores[t])
+            naive[t, nb] = 1.0
+            if nodes:
+                extra[t] = family_terms(nodes, named, n_values, a)
+            k = ks[t]
+            if k >= 0:
+                learn(idx, labels[k], k, ws[t])
+                self._count_families([named[i] for i in idx], k, ws[t])
+
+    def _parent_at(self, plan: Plan, items: Indices) -> Indices:
+        """For each position of a uniform run, the position of its parent (``-1``: none)."""
+        block = self._store.dense
+        assert block is not None
+        columns = block.col_of[items[0]].tolist()
+        position = {c: i for i, c in enumerate(columns)}
+        out = np.full(len(columns), -1, dtype=np.intp)
+        for i, c in enumerate(columns):
+            for pc in plan.parent_cols.get(c, ()):
+                if pc in position:
+                    out[i] = position[pc]
+                    break
+        return out
+
+    def _uniform_run(
+        self, plan: Plan, items: Indices, ks: list[int], ws: Sequence[float], out: Floats
+    ) -> None:
+        """:meth:`_predict_learn_run` of a uniform run: scores into ``out``, then learning."""
+        if not len(items):
+            return
+        store = self._store
+        block = store.dense
+        assert block is not None
+        k_of = np.array(ks, dtype=np.intp)
+        w_of = np.array(ws, dtype=np.float64)
+        weights = np.zeros(out.shape)
+        learned = np.flatnonzero(k_of >= 0)
+        weights[learned, k_of[learned]] = w_of[learned]
+        out += run_scores(block, items, self._parent_at(plan, items), weights, self.alpha)
+        learn_run(block, items, k_of, w_of)
+        labels = list(store.classes)
+        rows = items.tolist()
+        store.learned_known(rows, [labels[k] if k >= 0 else None for k in ks], list(ws))
+
+    def _prefix_terms(
+        self, rows: list[list[int]], ks: list[int], ws: Sequence[float]
+    ) -> tuple[Floats, Floats]:
+        """Before each event of the batch: the log class prior ``log((N_y + α) / (N + Kα))``,
+        shape ``(B, K)``, and ``log(N(y, j) + α S_j)`` of every column, ``(B, F, K)``.
+
+        The counts before event ``t`` are sums in event order of the counts
+        before the batch and the weights of the learned events before ``t``.
+        """
+        store = self._store
+        block = store.dense
+        assert block is not None
+        a = self.alpha
+        n = len(rows)
+        n_classes = block.n_classes
+        n_features = len(block.feat)
+        learned = [t for t, k in enumerate(ks) if k >= 0]
+        w_of = np.array([ws[t] for t in learned], dtype=np.float64)
+        k_of = np.array([ks[t] for t in learned], dtype=np.intp)
+        at = np.array(learned, dtype=np.intp) + 1
+        by_class = np.zeros((n + 1, n_classes))
+        by_class[0] = list(store.class_weight.values())
+        by_class[at, k_of] = w_of
+        np.cumsum(by_class, axis=0, out=by_class)
+        total = np.zeros(n + 1)
+        total[0] = store.categorical.total_weight
+        total[at] = w_of
+        np.cumsum(total, out=total)
+        prior: Floats = np.log(by_class[:n] + a) - np.log(total[:n] + n_classes * a)[:, None]
+        by_column = np.zeros((n + 1, n_features, n_classes))
+        by_column[0] = block.fy[:n_features, :n_classes]
+        lengths = [len(rows[t]) for t in learned]
+        cols = block.col_of[np.array([i for t in learned for i in rows[t]], dtype=np.intp)]
+        by_column[np.repeat(at, lengths), cols, np.repeat(k_of, lengths)] = np.repeat(w_of, lengths)
+        np.cumsum(by_column, axis=0, out=by_column)
+        by_column = by_column[:n]
+        by_column += (a * block.s[:n_features])[:, None]
+        denominators: Floats = np.log(by_column)
+        return prior, denominators
 
     # ------------------------------------------------------------------ merging
     def merge(self, other: Learner) -> Learner:
@@ -347,3 +633,16 @@ class _Dependence(_SemiNaive):
 
     def _extra_size(self) -> int:
         return sum(map(len, self._parents.values())) + _nodes.size(self._families)
+
+
+def _uniform(block: DenseBlock, rows: list[list[int]]) -> Indices | None:
+    """The batch's items as a ``(B, d)`` array when every event fills the same columns in
+    the same order, else ``None``."""
+    d = len(rows[0])
+    if any(len(idx) != d for idx in rows):
+        return None
+    items = np.array(rows, dtype=np.intp)
+    columns = block.col_of[items]
+    if not (columns == columns[0]).all():
+        return None
+    return items

@@ -6,10 +6,16 @@ so the kernel works on the block's item indices alone
 (:meth:`~stream_nb.seminaive._superparent._SuperParent._predict_learn_known`).
 These functions turn a batch, given as dictionaries or as columns, into those
 indices, or say that some event is not known (``None``).
+
+A numeric feature whose cut points are frozen (``bins``: its cut points and
+the block's item of each bin learned) is known too: a number is binned as
+encoding would bin it (``bisect_right`` on the cut points, NaN missing), and
+known when its bin is an item of the block.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -18,29 +24,64 @@ import numpy as np
 from stream_nb._softmax import ABSORB
 from stream_nb.seminaive._dense import Floats, Indices
 
-__all__ = ["known_items", "normalise", "rows_from_columns", "rows_from_dicts"]
+__all__ = ["Bins", "known_items", "normalise", "rows_from_columns", "rows_from_dicts"]
 
 Codes = Mapping[Hashable, Mapping[str, int]]
 
+#: Feature -> (its frozen cut points, bin -> the block's item of that bin).
+Bins = Mapping[Hashable, tuple[Sequence[float], Mapping[int, int]]]
 
-def known_items(codes: Codes, x: Mapping[Any, Any]) -> list[int] | None:
+#: Integers converted to a double without rounding (numpy and ``bisect`` then agree).
+_EXACT_INT = 2**53
+
+
+def _item(of: Mapping[str, int] | None, binned: Any, v: Any) -> int | None:
+    """The item of value ``v`` (``None``: missing); ``KeyError`` when it is not known."""
+    if v is None:
+        return None
+    t = v.__class__
+    if t is str:
+        if of is None:
+            raise KeyError(v)
+        return of[v]
+    if binned is not None and (t is float or (t is int and -_EXACT_INT <= v <= _EXACT_INT)):
+        if v != v:  # NaN: missing
+            return None
+        edges, items = binned
+        return int(items[bisect_right(edges, v)])
+    raise KeyError(v)
+
+
+def known_items(codes: Codes, x: Mapping[Any, Any], bins: Bins | None = None) -> list[int] | None:
     """The dense block's items of ``x`` when every value is ``None`` (missing, left out)
-    or a string the block knows for that feature, else ``None``.
+    or a string the block knows for that feature (or a number of a known bin of a
+    feature in ``bins``), else ``None``.
 
     Examples
     --------
     >>> codes = {"a": {"u": 1, "v": 2}, "b": {"p": 3}}
     >>> known_items(codes, {"a": "v", "b": None}), known_items(codes, {"a": "w"})
     ([2], None)
+    >>> known_items(codes, {"a": "u", "n": 7.5}, {"n": ([5.0], {0: 4, 1: 5})})
+    [1, 5]
     """
     try:
         return [codes[f][v] for f, v in x.items() if v is not None]
     except (KeyError, TypeError):  # a feature or value not in the block, or unhashable
+        if not bins:
+            return None
+    try:
+        found = [_item(codes.get(f), bins.get(f), v) for f, v in x.items()]
+    except (KeyError, TypeError):
         return None
+    return [a for a in found if a is not None]
 
 
 def rows_from_dicts(
-    codes: Codes, xs: Sequence[Mapping[Any, Any]], parent: Hashable | None
+    codes: Codes,
+    xs: Sequence[Mapping[Any, Any]],
+    parent: Hashable | None,
+    bins: Bins | None = None,
 ) -> tuple[list[list[int]], list[int | None]] | None:
     """Each event's items and its item of feature ``parent`` (``None``: absent, missing,
     or no ``parent``); ``None`` unless every event is a known, non-empty ``dict``."""
@@ -48,15 +89,15 @@ def rows_from_dicts(
     for x in xs:
         if x.__class__ is not dict:
             return None
-        idx = known_items(codes, x)
+        idx = known_items(codes, x, bins)
         if not idx:
             return None
         rows.append(idx)
     if parent is None:
         return rows, [None] * len(rows)
-    of_parent = codes.get(parent, {})
-    values = [x.get(parent) for x in xs]
-    return rows, [None if v is None else of_parent.get(v) for v in values]
+    of_parent = codes.get(parent)
+    binned = None if bins is None else bins.get(parent)
+    return rows, [_item(of_parent, binned, x.get(parent)) for x in xs]
 
 
 def rows_from_columns(
@@ -64,21 +105,23 @@ def rows_from_columns(
     names: Sequence[Hashable],
     columns: Sequence[Sequence[Any]],
     parent: Hashable | None,
+    bins: Bins | None = None,
 ) -> tuple[list[list[int]], list[int | None]] | None:
     """:func:`rows_from_dicts` for events given as columns (``names[j]`` holds ``columns[j]``)."""
     mapped: list[list[int | None]] = []
     ats: list[int | None] | None = None
     for name, column in zip(names, columns, strict=True):
         of = codes.get(name)
-        if of is None:
+        binned = None if bins is None else bins.get(name)
+        if of is None and binned is None:
             if any(v is not None for v in column):
                 return None  # a feature the block does not hold
             continue
         try:
-            items: list[int | None] = [of[v] for v in column]
+            items: list[int | None] = [of[v] for v in column]  # type: ignore[index]
         except (KeyError, TypeError):
             try:
-                items = [None if v is None else of[v] for v in column]
+                items = [_item(of, binned, v) for v in column]
             except (KeyError, TypeError):
                 return None
         mapped.append(items)

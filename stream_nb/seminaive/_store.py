@@ -66,6 +66,7 @@ from stream_nb._stores import OTHER, count_leaves, rescale, tree_from_pairs, tre
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._dense import DenseBlock
+from stream_nb.seminaive._information import dense_conditional_mutual_information
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 
 __all__ = [
@@ -656,6 +657,18 @@ class PairStore:
             left out: their dependence is indistinguishable from sampling noise.
         """
         order = self.feature_order()
+        if self.dense is not None:
+            significant = None
+            if z is not None:
+                z_ = z
+
+                def significant(df: int, g: float) -> bool:
+                    return g > chi2_quantile(df, z_)
+
+            total_weight = self.categorical.total_weight
+            return dense_conditional_mutual_information(
+                self.dense, order, total_weight, scale, significant
+            )
         # (i, j) -> list of the nodes of every v_i
         tables: dict[tuple[Hashable, Hashable], list[Node]] = {}
         for (i, _vi), sub in self.pairs.items():

@@ -194,7 +194,7 @@ class _SuperParent(_SemiNaive):
         known (see :meth:`_predict_learn_known`), else one event at a time."""
         block = self._store.dense
         if block is not None and self._batch_ready():
-            batch = rows_from_dicts(block.codes, xs, self._super_parent())
+            batch = rows_from_dicts(block.codes, xs, self._super_parent(), self._frozen_bins())
             out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
             if out is not None:
                 labels, log_proba, best = out
@@ -231,7 +231,9 @@ class _SuperParent(_SemiNaive):
         block = self._store.dense
         if block is None or self._delta is not None or not self._batch_ready():
             return None
-        batch = rows_from_columns(block.codes, names, columns, self._super_parent())
+        batch = rows_from_columns(
+            block.codes, names, columns, self._super_parent(), self._frozen_bins()
+        )
         if batch is None:
             return None
         return self._predict_learn_known(*batch, ys, [1.0] * len(ys) if ws is None else ws)
