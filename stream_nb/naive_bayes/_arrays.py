@@ -21,6 +21,7 @@ __all__ = [
     "MIN_BATCH",
     "BatchClasses",
     "Learned",
+    "exact_integer_sums",
     "exclusive_cumsum",
     "first_rows",
     "grouped_exclusive_cumsum",
@@ -255,11 +256,23 @@ def sum_of_logs(a: np.ndarray, axis: int = 0) -> np.ndarray:
 _EXACT_INTEGERS = 2.0**53
 
 
-def _exact_sums(values: np.ndarray) -> bool:
-    """Whether every partial sum of ``values`` (any order) is an exactly represented integer."""
-    if not values.size:
-        return True
-    return bool(np.abs(values).sum() < _EXACT_INTEGERS) and bool((values == np.floor(values)).all())
+def exact_integer_sums(*arrays: np.ndarray) -> bool:
+    """Whether every value of ``arrays`` is an integer and every partial sum of them,
+    in any order, is an exactly represented integer (below 2**53 in magnitude).
+
+    Examples
+    --------
+    >>> exact_integer_sums(np.array([1.0, 2.0]), np.array([3.0]))
+    True
+    >>> exact_integer_sums(np.array([0.5])), exact_integer_sums(np.array([2.0**53]))
+    (False, False)
+    """
+    total = 0.0
+    for a in arrays:
+        if a.size and not (a == np.floor(a)).all():
+            return False
+        total += float(np.abs(a).sum())
+    return total < _EXACT_INTEGERS
 
 
 def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -287,7 +300,7 @@ def grouped_exclusive_cumsum(codes: np.ndarray, a: np.ndarray) -> np.ndarray:
     new_group[0] = True
     np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
     starts = np.flatnonzero(new_group)
-    if _exact_sums(values):
+    if exact_integer_sums(values):
         # subtract, in each group, the running sum reached at the group's first column
         # (every partial sum is an exact integer, so the difference is exact too)
         group_of = np.cumsum(new_group) - 1

@@ -274,10 +274,10 @@ class _TokenLearner(Learner):
         if type(self).capabilities.row_kernel:
             out = self._row_kernel(xs, ys, ws)
             if out is not None:
-                from stream_nb.naive_bayes._text_batch import many_result
+                from stream_nb.naive_bayes._arrays import per_event_answers
 
                 self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
-                return many_result(out)
+                return per_event_answers(*out)
         return Learner.predict_learn_many(self, xs, ys, ws)
 
     def _row_kernel(

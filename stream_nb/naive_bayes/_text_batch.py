@@ -53,6 +53,7 @@ from stream_nb._state import check_feature_names
 from stream_nb.limits import MAX_VALUE
 from stream_nb.naive_bayes._arrays import (
     BatchClasses,
+    exact_integer_sums,
     exclusive_cumsum,
     grouped_exclusive_cumsum,
     row_max_argmax,
@@ -77,7 +78,6 @@ __all__ = [
     "integral",
     "learned_counts",
     "log_prior",
-    "many_result",
     "normalise",
     "write_counts",
 ]
@@ -406,31 +406,10 @@ def normalise(jll: np.ndarray, labels: list[Hashable]) -> KernelResult | None:
     return list(labels), log_proba, best
 
 
-def many_result(
-    result: KernelResult,
-) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-    """A kernel's arrays as :meth:`~stream_nb.base.Learner.predict_learn_many` returns them."""
-    labels, log_proba, best = result
-    rows = log_proba.tolist()
-    log_probas: list[dict[Hashable, float] | None]
-    if len(labels) == 2:
-        first, second = labels
-        log_probas = [{first: u, second: v} for u, v in rows]
-    else:
-        log_probas = [dict(zip(labels, r, strict=True)) for r in rows]
-    predictions: list[Hashable | None] = list(map(labels.__getitem__, best.tolist()))
-    return log_probas, predictions, {}
-
-
 # ---------------------------------------------------------------------- learning
 def integral(*arrays: np.ndarray) -> bool:
     """Whether every value of ``arrays`` is an integer and their sum stays exact."""
-    total = 0.0
-    for a in arrays:
-        if len(a) and not (a == np.floor(a)).all():
-            return False
-        total += float(np.abs(a).sum())
-    return total < _EXACT_INTEGERS
+    return exact_integer_sums(*arrays)
 
 
 def add_class_weights(

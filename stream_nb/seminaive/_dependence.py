@@ -26,6 +26,7 @@ from stream_nb._state import (
 )
 from stream_nb.base import Capabilities, Learner
 from stream_nb.limits import check_weight
+from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._base import (
     COUNT_TOLERANCE,
@@ -265,13 +266,8 @@ class _Dependence(_SemiNaive):
             batch = rows_from_dicts(block.codes, xs, None, self._frozen_bins())
             out = None if batch is None else self._predict_learn_known(batch[0], ys, ws)
             if out is not None:
-                labels, log_proba, best = out
                 self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
-                return (
-                    [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()],
-                    [labels[k] for k in best.tolist()],
-                    {},
-                )
+                return per_event_answers(*out)
         return super().predict_learn_many(xs, ys, ws)
 
     def predict_learn_columns(

@@ -34,6 +34,7 @@ import numpy as np
 from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
+from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._known import known_items, normalise, rows_from_columns, rows_from_dicts
@@ -197,13 +198,8 @@ class _SuperParent(_SemiNaive):
             batch = rows_from_dicts(block.codes, xs, self._super_parent(), self._frozen_bins())
             out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
             if out is not None:
-                labels, log_proba, best = out
                 self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
-                return (
-                    [dict(zip(labels, row, strict=True)) for row in log_proba.tolist()],
-                    [labels[k] for k in best.tolist()],
-                    {},
-                )
+                return per_event_answers(*out)
         return super().predict_learn_many(xs, ys, ws)
 
     def predict_learn_columns(

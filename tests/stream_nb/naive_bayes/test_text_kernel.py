@@ -21,7 +21,8 @@ import pytest
 from stream_nb import BernoulliNB, ComplementNB, Learner, MultinomialNB
 from stream_nb._batch import predict_learn_loop
 from stream_nb.datasets import zipf_text
-from stream_nb.naive_bayes._text_batch import MIN_BATCH, many_result
+from stream_nb.naive_bayes._arrays import per_event_answers
+from stream_nb.naive_bayes._text_batch import MIN_BATCH
 
 Event = tuple[dict[str, Any], Hashable | None, float]
 
@@ -83,7 +84,7 @@ def _compare(
             )
         else:
             taken += 1
-            got = many_result(out)
+            got = per_event_answers(*out)
         want = predict_learn_loop(slow.joint_log_likelihood_one, slow.learn_one, xs, ys, _ws(chunk))
         assert got[2].keys() == want[2].keys()
         for lp, ref, pred, ref_pred in zip(got[0], want[0], got[1], want[1], strict=True):
@@ -286,7 +287,7 @@ def test_counts_changed_between_kernel_batches(name: str) -> None:
         want = predict_learn_loop(
             slow.joint_log_likelihood_one, slow.learn_one, xs[chunk], ys[chunk], ws[chunk]
         )
-        for lp, ref in zip(many_result(got)[0], want[0], strict=True):
+        for lp, ref in zip(per_event_answers(*got)[0], want[0], strict=True):
             assert lp is not None and ref is not None
             for label, value in ref.items():
                 assert math.isclose(lp[label], value, rel_tol=1e-10, abs_tol=1e-10)
