@@ -47,6 +47,8 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb.base import Capabilities, Learner
+from stream_nb.naive_bayes._arrays import per_event_answers
+from stream_nb.seminaive._known import rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._store import OTHER, Item, PairStore
 from stream_nb.seminaive.discretise import (
     Discretiser,
@@ -226,6 +228,75 @@ class _SemiNaive(Learner):
             "schema": self.schema,
             **self._cap_params(),
         }
+
+    # ------------------------------------------------------------------ batch kernel
+    def predict_learn_many(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
+        known (see :meth:`_predict_learn_known`), else one event at a time."""
+        block = self._store.dense
+        if block is not None and self._batch_ready():
+            batch = rows_from_dicts(block.codes, xs, self._kernel_parent(), self._frozen_bins())
+            out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
+            if out is not None:
+                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
+                return per_event_answers(*out)
+        return super().predict_learn_many(xs, ys, ws)
+
+    def predict_learn_columns(
+        self,
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float] | None = None,
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """:meth:`Learner.predict_learn_columns` through the batch kernel when every event
+        is known (see :meth:`_predict_learn_known`); ``None`` otherwise.
+
+        Examples
+        --------
+        >>> from stream_nb import AODE, TAN
+        >>> for model in (AODE(), TAN()):
+        ...     for i in range(6):
+        ...         model.learn_one({"a": "u" if i % 2 else "v", "b": "p"}, i % 2)
+        ...     labels, log_proba, best = model.predict_learn_columns(
+        ...         ("a", "b"), [["u", "v", "u"], ["p", "p", None]], [1, 0, None]
+        ...     )
+        ...     print(labels, log_proba.shape, [labels[k] for k in best], model.n_learned)
+        [0, 1] (3, 2) [1, 0, 1] 8
+        [0, 1] (3, 2) [1, 0, 1] 8
+        """
+        block = self._store.dense
+        if block is None or self._delta is not None or not self._batch_ready():
+            return None
+        batch = rows_from_columns(
+            block.codes, names, columns, self._kernel_parent(), self._frozen_bins()
+        )
+        if batch is None:
+            return None
+        return self._predict_learn_known(*batch, ys, [1.0] * len(ys) if ws is None else ws)
+
+    def _batch_ready(self) -> bool:
+        """Hook: whether the batch kernel may take a batch (no kernel here)."""
+        return False
+
+    def _kernel_parent(self) -> Hashable | None:
+        """Hook: the super-parent feature whose item the kernel needs per event, if any."""
+        return None
+
+    def _predict_learn_known(
+        self,
+        rows: list[list[int]],
+        parent_items: list[int | None],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> tuple[list[Hashable], Any, Any] | None:
+        """Hook: the batch kernel on known events (``None``: not taken, nothing changed)."""
+        return None
 
     def _class_labels(self) -> dict[Hashable, int]:
         return self._store.classes

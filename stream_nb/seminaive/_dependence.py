@@ -26,7 +26,6 @@ from stream_nb._state import (
 )
 from stream_nb.base import Capabilities, Learner
 from stream_nb.limits import check_weight
-from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._base import (
     COUNT_TOLERANCE,
@@ -36,7 +35,7 @@ from stream_nb.seminaive._base import (
     shared_signature,
 )
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
-from stream_nb.seminaive._known import normalise, rows_from_columns, rows_from_dicts
+from stream_nb.seminaive._known import normalise
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
 from stream_nb.seminaive._segment import learn_run, run_scores
@@ -253,53 +252,6 @@ class _Dependence(_SemiNaive):
         return dict(zip(classes, s, strict=True))
 
     # ------------------------------------------------------------------ batch kernel
-    def predict_learn_many(
-        self,
-        xs: Sequence[Mapping[str, Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float],
-    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
-        known (see :meth:`_predict_learn_known`), else one event at a time."""
-        block = self._store.dense
-        if block is not None and self._batch_ready():
-            batch = rows_from_dicts(block.codes, xs, None, self._frozen_bins())
-            out = None if batch is None else self._predict_learn_known(batch[0], ys, ws)
-            if out is not None:
-                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
-                return per_event_answers(*out)
-        return super().predict_learn_many(xs, ys, ws)
-
-    def predict_learn_columns(
-        self,
-        names: tuple[str, ...],
-        columns: Sequence[Sequence[Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float] | None = None,
-    ) -> tuple[list[Hashable], Any, Any] | None:
-        """:meth:`Learner.predict_learn_columns` through the batch kernel when every event
-        is known (see :meth:`_predict_learn_known`); ``None`` otherwise.
-
-        Examples
-        --------
-        >>> from stream_nb import TAN
-        >>> model = TAN()
-        >>> for i in range(6):
-        ...     model.learn_one({"a": "u" if i % 2 else "v", "b": "p"}, i % 2)
-        >>> labels, log_proba, best = model.predict_learn_columns(
-        ...     ("a", "b"), [["u", "v", "u"], ["p", "p", None]], [1, 0, None]
-        ... )
-        >>> labels, log_proba.shape, [labels[k] for k in best], model.n_learned
-        ([0, 1], (3, 2), [1, 0, 1], 8)
-        """
-        block = self._store.dense
-        if block is None or self._delta is not None or not self._batch_ready():
-            return None
-        batch = rows_from_columns(block.codes, names, columns, None, self._frozen_bins())
-        if batch is None:
-            return None
-        return self._predict_learn_known(batch[0], ys, [1.0] * len(ys) if ws is None else ws)
-
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
         (``capabilities.column_kernel``), there is a dense block and no forgetting."""
@@ -324,13 +276,15 @@ class _Dependence(_SemiNaive):
     def _predict_learn_known(
         self,
         rows: list[list[int]],
+        parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
     ) -> tuple[list[Hashable], Floats, Any] | None:
         """The batch kernel: predict then learn each known event in turn, as
         :meth:`predict_log_proba_one` then :meth:`learn_one` would.
 
-        ``rows[i]`` are event ``i``'s items in the dense block. Each event's
+        ``rows[i]`` are event ``i``'s items in the dense block (``parent_items``:
+        unused, no super-parent here). Each event's
         terms (:class:`~stream_nb.seminaive._plan.Plan`) are one gather and sum
         of the log table, plus its family terms; the class prior and the Naive
         Bayes denominators ``N(y, j) + α S_j`` come from prefix sums over the
