@@ -11,18 +11,16 @@ import numpy as np
 import orjson
 
 from stream_nb.connectors.base import LineBlock, Record
-from stream_nb.engine._json import dumps_exact, is_wide
+from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.events import EventDecoder
-from stream_nb.engine.parse import _columns, _parse_uniform
+from stream_nb.engine.parse import _columns, _parse_uniform, scalar_fields
 from stream_nb.engine.records import _last_timestamp, _top_rows, _true_label_log_probas
 from stream_nb.engine.rows import rows_of
 from stream_nb.engine.settings import (
     _COLUMNS_MAX_SKIP,
     _COLUMNS_MIN_BATCH,
     _EVALUATOR_MATRIX_CLASSES,
-    _NUMBERS,
     _OPT_NON_STR,
-    _SCALARS,
     _TEMPLATE_MAX_CLASSES,
     _TEMPLATE_TYPES,
     ErrorPolicy,
@@ -520,22 +518,8 @@ def columns_of(
         x_columns = x_cols
     if not x_names:
         return None
-    types = set(map(type, ys))
-    if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ys))):
-        return None  # (a float label beyond 2**63 may be a rounded integer: per event)
-    if ids is not None:
-        types = set(map(type, ids))
-        if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ids))):
-            return None
-        if ids.count(None) == b:
-            ids = None
-    ws: Sequence[float] | None = None
-    if raw_ws is not None and raw_ws.count(None) < b:
-        if None in raw_ws:
-            raw_ws = [1.0 if w is None else w for w in raw_ws]
-        if not _NUMBERS.issuperset(map(type, raw_ws)):
-            return None
-        if not all(w > 0 and w - w == 0 for w in raw_ws):
-            return None  # the general path names the bad weight
-        ws = raw_ws
+    fields = scalar_fields(ys, ids, raw_ws, b)
+    if fields is None:
+        return None
+    ids, ws = fields
     return x_names, x_columns, ys, ids, ws

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from stream_nb.engine._json import is_wide
 from stream_nb.engine.events import EventDecoder
+from stream_nb.engine.parse import scalar_fields
 from stream_nb.engine.settings import _NUMBERS, _SCALARS
 
 __all__ = ["rows_of"]
@@ -103,23 +103,11 @@ def rows_of(
             add(o)
     if not all(xs):
         return None  # an event without features (label-only, or rejected)
-    types = set(map(type, ys))
-    if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ys))):
-        return None  # (a float label beyond 2**63 may be a rounded integer: per event)
-    if ids is not None:
-        types = set(map(type, ids))
-        if not _SCALARS.issuperset(types) or (float in types and any(map(is_wide, ids))):
-            return None
-        if ids.count(None) == b:
-            ids = None
-    ws: list[float] | None = None
-    if raw_ws is not None and raw_ws.count(None) < b:
-        raw = [1.0 if w is None else w for w in raw_ws]
-        if not _NUMBERS.issuperset(map(type, raw)):
-            return None
-        if not all(w > 0 and w - w == 0 for w in raw):
-            return None  # the general path names the bad weight
-        ws = [float(w) for w in raw]
+    fields = scalar_fields(ys, ids, raw_ws, b)
+    if fields is None:
+        return None
+    ids, raw = fields
+    ws = None if raw is None else [float(w) for w in raw]
     if check_nonnegative:
         values = list(chain.from_iterable(map(dict.values, xs)))
         types = set(map(type, values))
