@@ -22,20 +22,26 @@ __all__ = [
 _log = math.log
 
 
-def check_alpha(alpha: Any, name: str = "alpha") -> float:
-    """A smoothing constant in ``[MIN_ALPHA, MAX_ALPHA]`` of :mod:`stream_nb.limits`
-    (``log(0)`` would follow from 0)."""
+def check_alpha(alpha: Any, name: str = "alpha", *, allow_zero: bool = False) -> float:
+    """A smoothing constant in ``[MIN_ALPHA, MAX_ALPHA]`` of :mod:`stream_nb.limits`,
+    or exactly 0 (maximum likelihood) where ``allow_zero`` (the learner then scores
+    zero counts ``-inf`` and decides by :mod:`stream_nb._mle`'s rule)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise ConfigError(f"{name} must be a positive number, got {alpha!r}")
+    if allow_zero and alpha == 0:
+        return 0.0
     if not 0 < alpha < math.inf:  # (no float(): an int of any size compares exactly)
+        smallest = f"{name}=0 (maximum likelihood) or " if allow_zero else ""
         raise ConfigError(
-            f"{name} must be positive and finite, got {alpha!r}; for almost no smoothing "
-            f"use a small value such as {name}=1e-10 (0 would give log(0) for unseen values)"
+            f"{name} must be {'non-negative' if allow_zero else 'positive'} and finite, got "
+            f"{alpha!r}; for almost no smoothing use {smallest}a small value such as "
+            f"{name}=1e-10"
         )
     if not MIN_ALPHA <= alpha <= MAX_ALPHA:
+        zero = " or exactly 0" if allow_zero else ""
         raise ConfigError(
-            f"{name} must be in [{MIN_ALPHA:g}, {MAX_ALPHA:g}], the range the model computes "
-            f"with in floating point, got {alpha!r}; for almost no smoothing use "
+            f"{name} must be in [{MIN_ALPHA:g}, {MAX_ALPHA:g}]{zero}, the range the model "
+            f"computes with in floating point, got {alpha!r}; for almost no smoothing use "
             f"{name}={MIN_ALPHA:g}"
         )
     return float(alpha)
