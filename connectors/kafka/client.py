@@ -21,15 +21,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer
+from kafka import errors as kerrors
 from kafka.future import Future
 
 from stream_nb._exceptions import ConfigError, StreamNBError
 from stream_nb.connectors.base import Record
 from stream_nb.connectors.kafka.url import log
+from stream_nb.engine.runtime import abandon
 
 __all__ = [
     "CLIENTS",
     "ClientAdapter",
+    "ClientFatalError",
     "TroubleLog",
     "bounded",
     "client_adapter",
@@ -42,6 +45,12 @@ __all__ = [
 CLIENTS = ("kafka-python", "confluent")
 
 T = TypeVar("T")
+
+
+class ClientFatalError(kerrors.IllegalStateError):  # type: ignore[misc]  # untyped base
+    """The client object cannot go on (librdkafka's fatal error state, for example a
+    transaction the broker answered with ``INVALID_TXN_STATE`` after a restart); a new
+    client with the same configuration can."""
 
 
 def bounded(call: Callable[[], T], seconds: float, what: str, error: type[StreamNBError]) -> T:
@@ -79,6 +88,7 @@ def bounded(call: Callable[[], T], seconds: float, what: str, error: type[Stream
 
     threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
     if not done.wait(seconds):
+        abandon(what)
         message = (
             f"{what} did not finish within {seconds:g} s; the broker is unreachable or "
             "overloaded (exiting so that a supervisor restarts from the last snapshot)"

@@ -47,13 +47,14 @@ from kafka import OffsetAndMetadata, TopicPartition
 from kafka import errors as kerrors
 
 from stream_nb.connectors.base import Record
-from stream_nb.connectors.kafka.client import ClientAdapter, trouble
+from stream_nb.connectors.kafka.client import ClientAdapter, ClientFatalError, trouble
 from stream_nb.connectors.kafka.url import (
     DELIVERY_TIMEOUT_MS,
     is_fatal,
     log,
     transaction_call_seconds,
 )
+from stream_nb.engine.runtime import abandon
 
 __all__ = [
     "DROPPED_OPTIONS",
@@ -156,7 +157,7 @@ def translate(error: ck.KafkaError | ck.KafkaException | BaseException) -> kerro
         cls = kerrors.KafkaError
     exc = cls(error.str())
     if (error.fatal() or code == ck.KafkaError._FATAL) and not is_fatal(exc):
-        return kerrors.IllegalStateError(f"fatal librdkafka error: {error.str()}")
+        return ClientFatalError(f"fatal librdkafka error: {error.str()}")
     return exc
 
 
@@ -205,6 +206,7 @@ def _within(call: Callable[[], T], seconds: float, what: str) -> T:
 
     threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
     if not done.wait(seconds):
+        abandon(what)
         raise kerrors.KafkaTimeoutError(f"{what} did not finish within {seconds:g} s")
     if failure:
         raise failure[0]
@@ -479,6 +481,12 @@ class ConfluentConsumer:
         """Subscribe, with ``listener``'s coroutines driven in librdkafka's callbacks."""
 
         def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+            if self._closed:
+                # A rebalance that completes while the consumer closes: decline it.
+                # librdkafka accepts an unassign during close, but an assign there
+                # never returns (librdkafka issue 4884), holding the interpreter lock.
+                self._consumer.unassign()
+                return
             tps = {TopicPartition(p.topic, p.partition) for p in partitions}
             self._assigning = {}
             try:

@@ -14,7 +14,7 @@ from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedEr
 from stream_nb._exceptions import ConfigError, SourceError
 from stream_nb.base import Learner
 from stream_nb.connectors.base import EngineHooks
-from stream_nb.connectors.kafka.client import bounded, trouble
+from stream_nb.connectors.kafka.client import ClientFatalError, bounded, trouble
 from stream_nb.connectors.kafka.records import record_bytes
 from stream_nb.connectors.kafka.sink import KafkaSink
 from stream_nb.connectors.kafka.url import (
@@ -483,30 +483,37 @@ class KafkaSync:
         """On a clean stop: publish the last delta and commit its offsets."""
         if not self._caught_up or self._engine is None:
             return
+        # a stop is bounded: the transactional calls (and a rollback's abort) wait at
+        # most CLOSE_SECONDS each here, instead of the minute they may take while running
+        self._txn_seconds = min(self._txn_seconds, CLOSE_SECONDS)
         try:
             self.sync(reseek=False)
         except Exception as exc:  # closing: the restart or the next owner redoes the work
             log.warning("last sync on stop failed: %s", exc)
 
     def _recoverable(self, exc: KafkaError) -> bool:
-        """Whether a fenced producer may be replaced instead of ending the daemon.
+        """Whether a fenced or broken producer may be replaced instead of ending the daemon.
 
         The coordinator fences a producer whose transaction it aborted after
         ``transaction_timeout_ms`` (a long broker outage), as it fences one replaced by
-        another process with the same transactional id. A producer that has committed a
-        transaction was working: it is replaced once. One fenced before its first commit
-        is not: another process holds the id, and this one stops (so two processes
-        with one worker id cannot fence each other in turn for ever).
+        another process with the same transactional id; librdkafka puts a producer in a
+        fatal state when the broker refuses to end its transaction after a restart
+        (``INVALID_TXN_STATE``). A producer that has committed a transaction was
+        working: it is replaced once (the new one fences whatever the old one left
+        open). One that fails before its first commit is not: another process holds
+        the id, and this one stops (so two processes with one worker id cannot fence
+        each other in turn for ever).
         """
-        if not isinstance(exc, (ProducerFencedError, InvalidProducerEpochError)):
+        if not isinstance(exc, (ProducerFencedError, InvalidProducerEpochError, ClientFatalError)):
             return False
         if not self._txn_ok:
             return False
         trouble.report(
             f"fenced:{self.worker_id}",
-            f"the transactional producer of worker {self.worker_id!r} was fenced ({exc!r}): "
+            f"the transactional producer of worker {self.worker_id!r} cannot go on ({exc!r}): "
             "the coordinator aborted its transaction (an outage longer than "
-            "transaction_timeout_ms?); rolling back and starting a new producer",
+            "transaction_timeout_ms?) or refused it after a broker restart; rolling back "
+            "and starting a new producer",
         )
         return True
 

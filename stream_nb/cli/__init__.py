@@ -13,13 +13,14 @@ Every flag can also be set with an environment variable ``STREAM_NB_<FLAG>``
 line wins. ``--help`` shows both and the defaults.
 """
 
-from stream_nb.cli.entry import main
+from stream_nb.cli.entry import console, main
 from stream_nb.cli.flags import DAEMON_BOUNDS, daemon_params, parse_metrics_address
 from stream_nb.cli.parser import build_parser
 
 __all__ = [
     "DAEMON_BOUNDS",
     "build_parser",
+    "console",
     "daemon_params",
     "main",
     "parse_metrics_address",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from stream_nb.cli import console
 
-from stream_nb.cli import main
-
-sys.exit(main())
+console()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from stream_nb._exceptions import (
     StreamNBError,
@@ -17,6 +20,7 @@ from stream_nb.cli.inspect import _cmd_inspect
 from stream_nb.cli.merge import _cmd_merge
 from stream_nb.cli.parser import build_parser
 from stream_nb.cli.run import _cmd_run
+from stream_nb.engine.runtime import abandoned
 
 _COMMANDS = {
     "run": _cmd_run,
@@ -45,3 +49,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"stream-nb {args.command}: error: {exc}", file=sys.stderr)
         return 1
+
+
+def console(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``stream-nb`` console script: :func:`main`, then exit with its code.
+
+    When a client call that a bounded wait gave up on is still running (a Kafka
+    client that never returned from closing, say), the process does not wait for
+    it, nor for that library's destructors: the command's own state is durable by
+    then (sinks flushed and closed, final checkpoint written), so the logs and
+    standard streams are flushed and the process ends with ``os._exit``.
+    """
+    code = main(argv)
+    left = abandoned()
+    if not left:
+        sys.exit(code)
+    _log.warning(
+        "exiting without waiting for %d call(s) that did not return: %s",
+        len(left),
+        "; ".join(left),
+    )
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed or broken: nothing to write
+            stream.flush()
+    os._exit(code)

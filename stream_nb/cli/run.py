@@ -49,6 +49,7 @@ from stream_nb.engine import (
     DelayedLabelCache,
     Engine,
     ErrorPolicy,
+    stop_watchdog,
     tune_gc,
     tune_malloc,
 )
@@ -204,6 +205,17 @@ def _add_run_parser(sub: Any, formatter: type[argparse.HelpFormatter], learners:
         metavar="SECONDS",
         help="/healthz fails (503) when the processing loop has not completed an iteration "
         "(idle polls included) for this long",
+    )
+    _flag(
+        g,
+        "--stop-timeout",
+        type=_positive_float,
+        default=150.0,
+        metavar="SECONDS",
+        help="after SIGTERM/SIGINT, a stop (last batch, flushes, final checkpoint, Kafka "
+        "commits) that has not ended within SECONDS prints every thread's stack and exits "
+        "with status 1 (the last checkpoint stands); keep it below the supervisor's own "
+        "kill timeout (systemd TimeoutStopSec)",
     )
     _flag(
         g,
@@ -407,7 +419,12 @@ def _cmd_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _log.info("metrics on %s/metrics", server.url, extra={"data": {"port": server.port}})
 
     def _stop(signum: int, frame: Any) -> None:
-        _log.info("signal %d: finishing the batch, flushing and checkpointing", signum)
+        _log.info(
+            "signal %d: finishing the batch, flushing and checkpointing (at most %g s)",
+            signum,
+            args.stop_timeout,
+        )
+        stop_watchdog(args.stop_timeout)
         engine.stop()
 
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}

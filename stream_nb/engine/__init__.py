@@ -11,7 +11,7 @@ from stream_nb.engine.delayed import DelayedLabelCache
 from stream_nb.engine.engine import Engine
 from stream_nb.engine.events import REASONS, Event, EventDecoder
 from stream_nb.engine.explain import explain
-from stream_nb.engine.runtime import tune_gc, tune_malloc
+from stream_nb.engine.runtime import abandon, abandoned, stop_watchdog, tune_gc, tune_malloc
 from stream_nb.engine.settings import ErrorPolicy, RunSummary
 
 __all__ = [
@@ -23,8 +23,11 @@ __all__ = [
     "Event",
     "EventDecoder",
     "RunSummary",
+    "abandon",
+    "abandoned",
     "explain",
     "read_snapshot",
+    "stop_watchdog",
     "tune_gc",
     "tune_malloc",
 ]

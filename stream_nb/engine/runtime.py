@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import gc
 import sys
 
@@ -69,3 +70,49 @@ def tune_malloc(keep_free: int = 64 << 20, mmap_above: int = 32 << 20) -> bool:
     trim = mallopt(_M_TRIM_THRESHOLD, keep_free)
     mmap = mallopt(_M_MMAP_THRESHOLD, mmap_above)
     return bool(trim == 1 and mmap == 1)
+
+
+def stop_watchdog(seconds: float) -> None:
+    """Bound a stop: if the process is still running ``seconds`` from now, print every
+    thread's stack on stderr and exit with status 1.
+
+    The watchdog is :func:`faulthandler.dump_traceback_later`, a C thread that needs
+    no interpreter lock: it also ends a process that hangs after the loop, in a
+    client library's destructor or an exit handler. Calling it again restarts the
+    countdown. An exit here loses nothing that ``kill -9`` would not: the next
+    start restores the last checkpoint.
+
+    Examples
+    --------
+    >>> import faulthandler
+    >>> stop_watchdog(3600.0)
+    >>> faulthandler.cancel_dump_traceback_later()
+    """
+    faulthandler.dump_traceback_later(seconds, exit=True, file=sys.stderr)
+
+
+#: Blocking calls a bounded wait gave up on, still running on their helper threads.
+_ABANDONED: list[str] = []
+
+
+def abandon(what: str) -> None:
+    """Record that the blocking call ``what`` outlived its bound and was left running on
+    its (daemon) helper thread; :func:`abandoned` lists them at exit."""
+    _ABANDONED.append(what)
+
+
+def abandoned() -> tuple[str, ...]:
+    """The calls :func:`abandon` recorded, oldest first.
+
+    A process that still has one must not wait for it at exit: the client library
+    that owns it may block in its destructor. The ``stream-nb`` command then ends
+    with ``os._exit`` once its own state is durable.
+
+    Examples
+    --------
+    >>> before = len(abandoned())
+    >>> abandon("a call that never returns")
+    >>> abandoned()[before:]
+    ('a call that never returns',)
+    """
+    return tuple(_ABANDONED)

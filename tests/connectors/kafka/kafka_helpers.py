@@ -62,6 +62,9 @@ def daemon_args(
         str(batch_size),
         "--log-level",
         "INFO",
+        # below Daemon.stop's wait: a stop that hangs prints every thread's stack
+        "--stop-timeout",
+        "45",
     ]
 
 
@@ -227,7 +230,8 @@ class Daemon:
     def start(self) -> Daemon:
         self._start_at = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # faulthandler: a daemon that does not stop prints every thread's stack on SIGABRT
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "stream_nb.cli", "run", *self.args],
             stdout=log,
@@ -264,15 +268,19 @@ class Daemon:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             raise AssertionError(f"daemon did not stop:\n{self.log()}") from None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-5000:]
+        return self.log_path.read_text(errors="replace")[-20000:]
 
 
 def snapshot(directory: Path) -> dict[str, Any]:

@@ -364,6 +364,45 @@ def test_sigterm_checkpoints_and_exits_0(tmp_path, signum):
     assert f"signal {int(signum)}".encode() in err
 
 
+def test_a_stop_that_hangs_ends_with_stacks_and_status_1(tmp_path):
+    # stdout is a pipe nobody reads: once its buffer is full the daemon blocks in a
+    # write, and the stop (which must flush that sink) cannot finish
+    payloads = [orjson.dumps({**x, "y": y}) for x, y in categorical_stream(4, 5000)]
+    write_lines(tmp_path / "in.jsonl", payloads)
+    err_path = tmp_path / "err.log"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [
+                EXE,
+                "run",
+                "--model",
+                "CategoricalNB",
+                "--source",
+                str(tmp_path / "in.jsonl"),
+                "--follow",
+                "--sink",
+                "-",
+                "--stop-timeout",
+                "2",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    try:
+        _wait_for(lambda: b"running CategoricalNB" in err_path.read_bytes())
+        time.sleep(0.5)  # the pipe fills
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    text = err_path.read_text()
+    assert "signal 15: finishing the batch, flushing and checkpointing (at most 2 s)" in text
+    assert "Timeout (0:00:02)!" in text  # faulthandler's dump of every thread
+    assert "most recent call first" in text
+
+
 def test_corrupt_newest_snapshot_falls_back_to_previous(tmp_path):
     events = list(categorical_stream(6, 1000))
     payloads = [orjson.dumps({**x, "y": y}) for x, y in events]
