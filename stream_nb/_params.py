@@ -20,6 +20,7 @@ __all__ = [
 ]
 
 _log = math.log
+_NEG_INF = -math.inf
 
 
 def check_alpha(alpha: Any, name: str = "alpha", *, allow_zero: bool = False) -> float:
@@ -27,7 +28,8 @@ def check_alpha(alpha: Any, name: str = "alpha", *, allow_zero: bool = False) ->
     or exactly 0 (maximum likelihood) where ``allow_zero`` (the learner then scores
     zero counts ``-inf`` and decides by :mod:`stream_nb._mle`'s rule)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise ConfigError(f"{name} must be a positive number, got {alpha!r}")
+        kind = "non-negative" if allow_zero else "positive"
+        raise ConfigError(f"{name} must be a {kind} number, got {alpha!r}")
     if allow_zero and alpha == 0:
         return 0.0
     if not 0 < alpha < math.inf:  # (no float(): an int of any size compares exactly)
@@ -129,7 +131,8 @@ def log_prior(
 ) -> dict[Hashable, float]:
     """Log class priors of the discrete learners, as a new dict to accumulate into.
 
-    ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone); ``1/K`` when
+    ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone; with ``α = 0`` the
+    maximum-likelihood ``log(N_y / N)``, ``-inf`` for a class of weight 0); ``1/K`` when
     ``fit_prior`` is false; ``class_prior[y]`` when given, in which case seen
     classes missing from ``class_prior`` are not scored (probability 0).
     ``alpha`` is in the same raw units as the weights.
@@ -138,5 +141,8 @@ def log_prior(
         return {y: _log(class_prior[y]) for y in class_weight if y in class_prior}
     if not fit_prior:
         return dict.fromkeys(class_weight, -_log(len(class_weight)))
+    if alpha == 0:  # maximum likelihood: a class of weight 0 has probability 0
+        log_total = _log(total_weight) if total_weight > 0 else 0.0
+        return {y: _log(n) - log_total if n > 0 else _NEG_INF for y, n in class_weight.items()}
     log_denominator = _log(total_weight + len(class_weight) * alpha)
     return {y: _log(n + alpha) - log_denominator for y, n in class_weight.items()}

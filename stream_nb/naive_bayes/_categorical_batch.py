@@ -202,8 +202,12 @@ class CategoricalColumns:
         """``Σ_f log((N_{y,f,v} + α) / (N_{y,f} + S_f α))`` of every class (row) and event
         (column), K × B, each with the statistics before the event (α in raw units);
         ``None`` (nothing changed) when a value new to the model cannot be learned as it
-        is (past ``max_values``, or not a category).
+        is (past ``max_values``, or not a category), and for ``alpha = 0`` (maximum
+        likelihood: the per-event path applies the zero-probability rule of
+        :mod:`stream_nb._mle`).
         """
+        if alpha == 0:
+            return None
         stats = self.stats
         labels = classes.labels
         labelled = classes.labelled

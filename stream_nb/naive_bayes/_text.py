@@ -256,7 +256,7 @@ class _TokenLearner(Learner):
         >>> model.predict_learn_rows(xs[:10], ys[:10]) is None  # too short a batch
         True
         """
-        if not type(self).capabilities.row_kernel:
+        if not self._kernel_applies():
             return None
         out = self._row_kernel(xs, ys, ws)
         if out is not None and self._delta is not None:  # (kernel_records_delta)
@@ -271,7 +271,7 @@ class _TokenLearner(Learner):
     ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
         """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
         batch (:meth:`predict_learn_rows`), else the per-event loop."""
-        if type(self).capabilities.row_kernel:
+        if self._kernel_applies():
             out = self._row_kernel(xs, ys, ws)
             if out is not None:
                 from stream_nb.naive_bayes._arrays import per_event_answers
@@ -279,6 +279,12 @@ class _TokenLearner(Learner):
                 self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
                 return per_event_answers(*out)
         return Learner.predict_learn_many(self, xs, ys, ws)
+
+    def _kernel_applies(self) -> bool:
+        """Whether the batch kernel may take a batch: the class declares one, and
+        ``alpha > 0`` (with ``alpha = 0`` the per-event path applies the
+        zero-probability rule of :mod:`stream_nb._mle`)."""
+        return bool(type(self).capabilities.row_kernel) and self.alpha > 0
 
     def _row_kernel(
         self,
@@ -303,7 +309,7 @@ class _TokenLearner(Learner):
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_vocabulary = check_cap(max_vocabulary, "max_vocabulary")
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self._class_weight: dict[Hashable, float] = {}  # N_y, in order of first appearance
         self._total_weight = 0.0  # N
         self._index: dict[Hashable, int] = {}  # label -> class index k

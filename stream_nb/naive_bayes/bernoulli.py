@@ -9,6 +9,7 @@ from operator import add, mul, sub, truediv
 from typing import Any
 
 from stream_nb._exceptions import ConfigError
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, binary_on, threshold_on
@@ -229,8 +230,15 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ aggregates
     def _aggregate(self, k: int, n_y: float, alpha: float) -> float:
-        """``Σ_{w: N_{y,w}>0} log(1 − p_{y,w})`` for class index ``k``, exactly."""
+        """``Σ_{w: N_{y,w}>0} log(1 − p_{y,w})`` for class index ``k``, exactly (with
+        ``alpha = 0`` its finite part: the words on in every class-``y`` event, whose
+        ``1 − p`` is 0, are left out and counted by :meth:`_mle_scores`)."""
         hist = self._hist[k]
+        if alpha == 0:
+            log = _log
+            value = _fsum(m * log((n_y - c) / n_y) for c, m in hist.items() if c < n_y)
+            self._agg[k] = value
+            return value
         # Σ_c m_c · log((N_y − c + α) / (N_y + 2α)), the loop in C (map chain);
         # N_y − c first, then + α, so a tiny α is not lost when c ≈ N_y.
         value = _fsum(
@@ -292,6 +300,8 @@ class BernoulliNB(_TokenLearner):
         if alpha != self._agg_alpha:  # forgetting: every aggregate is stale
             self._agg = [None] * len(self._agg)
             self._agg_alpha = alpha
+        if alpha == 0:
+            return self._mle_scores(on)
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         n_y = list(class_weight.values())
         # Per on-word w and class with N_{y,w} = c > 0:
@@ -333,3 +343,46 @@ class BernoulliNB(_TokenLearner):
                 + acc[k]
             )
         return out
+
+    def _mle_scores(self, on: list[str]) -> dict[Hashable, float]:
+        """The scores with ``alpha = 0`` (``p_{y,w} = N_{y,w} / N_y``) of the words ``on``.
+
+        Zero-probability terms of :mod:`stream_nb._mle`'s rule: an on word never
+        on in class ``y`` (``p = 0``) and an off word of the vocabulary on in
+        every class-``y`` event (``1 − p = 0``). The off words are those of the
+        cached aggregate (:meth:`_aggregate`), with the histogram's count of
+        words at ``N_{y,w} = N_y``; each on word then trades its off term for
+        its on term. O(features in x × classes + D_y), as with ``alpha > 0``.
+        """
+        finite, zeros = split_terms_one(
+            log_prior(self._class_weight, self._total_weight, 0.0, self.fit_prior, self.class_prior)
+        )
+        n_y = list(self._class_weight.values())
+        index = self._index
+        agg = self._agg
+        hist = self._hist
+        for y in finite:
+            k = index[y]
+            n = n_y[k]
+            if n > 0:
+                a = agg[k]
+                finite[y] += self._aggregate(k, n, 0.0) if a is None else a
+                zeros[y] += sum(m for c, m in hist[k].items() if c >= n)
+        counts = self._counts
+        log = _log
+        for feature in on:
+            row = counts.get(feature)
+            if row is None:
+                continue
+            width = len(row)
+            for y in finite:
+                k = index[y]
+                c = row[k] if k < width else 0.0
+                n = n_y[k]
+                if not c > 0:
+                    zeros[y] += 1  # p = 0 (its off term was log 1 = 0)
+                elif c >= n:
+                    zeros[y] -= 1  # 1 − p was 0; p = 1 adds log 1 = 0
+                else:
+                    finite[y] += log(c / n) - log((n - c) / n)
+        return resolve_zero_terms_one(finite, zeros)

@@ -130,7 +130,7 @@ class CategoricalNB(Learner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
@@ -239,8 +239,8 @@ class CategoricalNB(Learner):
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         if not type(self).capabilities.column_kernel:
             return None
-        if self.half_life is not None or self.class_prior is not None:
-            return None
+        if self.half_life is not None or self.class_prior is not None or self.alpha == 0:
+            return None  # (alpha=0: the per-event path applies stream_nb._mle's rule)
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None

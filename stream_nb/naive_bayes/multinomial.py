@@ -7,6 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from itertools import zip_longest
 from typing import Any
 
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb._stores import rescale
 from stream_nb.base import Capabilities
@@ -130,13 +131,14 @@ class MultinomialNB(_TokenLearner):
         )
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
-        self._inv_alpha = 1.0 / self.alpha
+        self._inv_alpha = 1.0 / self.alpha if self.alpha else 0.0
         # One row per token, interleaved so that learning touches one list:
         #   [1.0, log1p(N_{0,w}/α), N_{0,w}, log1p(N_{1,w}/α), N_{1,w}, ...]
         # The leading 1 counts the token into X at prediction; a row is as long
         # as the highest class index that touched it (missing entries are 0).
         # With forgetting the log slots stay 0 (α changes in raw units).
-        self._cache_logs = half_life is None
+        # With alpha=0 there is nothing to cache (maximum likelihood: see _mle_scores).
+        self._cache_logs = half_life is None and self.alpha > 0
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -193,6 +195,8 @@ class MultinomialNB(_TokenLearner):
             return {}
         check_counts(x)
         x = self._scored_tokens(x)
+        if self.alpha == 0:
+            return self._mle_scores(x)
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         # Σ_w x_w log((N_{y,w}+α)/(T_y+αV))
@@ -241,6 +245,31 @@ class MultinomialNB(_TokenLearner):
                 + big_x * (log_alpha - log(class_tokens[y] + smoothing))
             )
         return out
+
+    def _mle_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``alpha = 0``: ``x_w log(N_{y,w} / T_y)`` per token of ``x``
+        (checked, bounded) with a positive count, a zero ``N_{y,w}`` being one
+        zero-probability term of :mod:`stream_nb._mle`'s rule."""
+        finite, zeros = split_terms_one(
+            log_prior(self._class_weight, self._total_weight, 0.0, self.fit_prior, self.class_prior)
+        )
+        get = self._counts.get
+        class_tokens = self._class_extra["class_tokens"]
+        index = self._index
+        log = _log
+        for token, c in x.items():
+            row = get(token)
+            if row is None or not c > 0:
+                continue
+            width = len(row)
+            for y in finite:
+                i = 2 * index[y] + 2
+                n = row[i] if i < width else 0.0
+                if n > 0:
+                    finite[y] += c * log(n / class_tokens[y])
+                else:
+                    zeros[y] += 1
+        return resolve_zero_terms_one(finite, zeros)
 
     # ------------------------------------------------------------------ row layout
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
