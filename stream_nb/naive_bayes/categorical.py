@@ -107,6 +107,8 @@ class CategoricalNB(Learner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import categorical_entries
 
+        if not self.alpha:
+            return []  # maximum likelihood: a value seen in one class only has log-ratio inf
         # the counts as the model holds them (a state would copy them twice)
         stats = self.categorical
         return categorical_entries(

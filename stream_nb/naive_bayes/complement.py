@@ -118,6 +118,8 @@ class ComplementNB(_TokenLearner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import complement_entries, state_stats
 
+        if not self.alpha:
+            return []  # maximum likelihood: a token seen in one class only has log-ratio inf
         stats, scale = state_stats(self)
         return complement_entries(stats, self.alpha / scale, scale, top)
 

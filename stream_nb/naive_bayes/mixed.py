@@ -137,7 +137,9 @@ class NaiveBayes(_GaussianLearner):
 
         labels, present, counts = self._categorical_stats()
         alpha = self.alpha / self._scale
-        entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
+        entries = []  # (alpha=0: no categorical entry, see CategoricalNB.informative_features)
+        if alpha:
+            entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
         entries += gaussian_entries(self.gaussian.to_state(), self.var_smoothing, self.class_prior)
         return entries
 

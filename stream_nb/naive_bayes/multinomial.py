@@ -108,6 +108,8 @@ class MultinomialNB(_TokenLearner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import multinomial_entries, state_stats
 
+        if not self.alpha:
+            return []  # maximum likelihood: a token seen in one class only has log-ratio inf
         stats, scale = state_stats(self)
         return multinomial_entries(stats, self.alpha / scale, self.class_prior, scale, top)
 

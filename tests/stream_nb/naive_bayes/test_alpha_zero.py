@@ -16,8 +16,13 @@ count is positive.
 from __future__ import annotations
 
 import math
+import os
 import random
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -583,3 +588,58 @@ def test_predict_learn_many_equals_the_per_event_loop(
         xs, ys, ws = [e[0] for e in batch], [e[1] for e in batch], [e[2] for e in batch]
         assert fast.predict_learn_many(xs, ys, ws) == Learner.predict_learn_many(slow, xs, ys, ws)
         assert fast.to_state() == slow.to_state()
+
+
+def test_cli_run_with_alpha_zero_emits_finite_records_equal_to_the_library() -> None:
+    exe = shutil.which("stream-nb") or str(Path(sys.executable).parent / "stream-nb")
+    events = categorical_stream(9, 300)
+    payloads = []
+    for i, (x, y, _) in enumerate(events):
+        x = {k: v for k, v in x.items() if v is not None} or {"a": "u"}
+        if i % 10 == 5:
+            x["a"] = "brand-new"  # no class has seen it
+        payloads.append((x, y))
+    stdin = b"".join(orjson.dumps({"x": x, "y": y}) + b"\n" for x, y in payloads)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAM_NB_")}
+    for flags in (
+        ["--model", 'CategoricalNB:{"alpha": 0}'],
+        ["--model", "NaiveBayes", "--param", "alpha=0"],
+    ):
+        proc = subprocess.run(
+            [exe, "run", *flags], input=stdin, capture_output=True, env=env, timeout=120, check=True
+        )
+        assert b"NaN" not in proc.stdout and b"Infinity" not in proc.stdout
+        got = [orjson.loads(line) for line in proc.stdout.splitlines()]
+        model = CategoricalNB(alpha=0) if "CategoricalNB" in flags[1] else NaiveBayes(alpha=0)
+        impossible = 0
+        for record, (x, y) in zip(got, payloads, strict=True):
+            want = model.predict_log_proba_one(x)
+            assert record["log_proba"] == pytest.approx({str(k): v for k, v in want.items()})
+            impossible += bool(want) and y not in want
+            model.learn_one(x, y)
+        assert impossible > 0
+        summary = orjson.loads(proc.stderr[proc.stderr.index(b"{") :])
+        assert math.isfinite(summary["report"]["cumulative"]["log_loss"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CategoricalNB(alpha=0),
+        lambda: MultinomialNB(alpha=0),
+        lambda: ComplementNB(alpha=0),
+        lambda: BernoulliNB(alpha=0),
+    ],
+)
+def test_informative_features_are_not_listed_with_alpha_zero(make: Callable[[], Learner]) -> None:
+    model = make()
+    model.learn_one({"a": 1, "b": 1}, "x")
+    model.learn_one({"c": 1, "b": 1}, "y")
+    assert model.informative_features() == []  # (log-ratios of MLE estimates are infinite)
+
+
+def test_naive_bayes_lists_only_its_gaussian_features_with_alpha_zero() -> None:
+    model = NaiveBayes(alpha=0)
+    for i in range(6):
+        model.learn_one({"sky": "sun" if i % 2 else "rain", "t": float(i % 2) + 0.1 * i}, i % 2)
+    assert [e["feature"] for e in model.informative_features()] == ["t"]
