@@ -77,7 +77,9 @@ class BernoulliNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 (1 is Laplace).
+        Smoothing constant α ≥ 0 (1 is Laplace). 0 is maximum likelihood: zero
+        counts give probability 0, decided by the rule of :mod:`stream_nb._mle`
+        (docs/learners.md, "Maximum likelihood").
     binarize
         Threshold: a value ``> binarize`` is on. ``None`` means values are
         already binary: ``True``/``1`` is on, ``False``/``0`` off, anything

@@ -62,7 +62,9 @@ class ComplementNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0.
+        Smoothing constant α ≥ 0. 0 is maximum likelihood, a token never seen
+        outside a class being evidence for it (docs/learners.md, "Maximum
+        likelihood").
     norm
         Normalise the weights of each class by their sum of absolute values.
     max_vocabulary

@@ -82,7 +82,8 @@ class NaiveBayes(_GaussianLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 of the prior and the categorical terms.
+        Smoothing constant α ≥ 0 of the prior and the categorical terms (0: maximum
+        likelihood, see :class:`~stream_nb.CategoricalNB`).
     var_smoothing
         Fraction of the largest numeric feature variance added to every variance.
     schema
@@ -128,6 +129,8 @@ class NaiveBayes(_GaussianLearner):
     capabilities = Capabilities(
         column_kernel=True, kernel_records_delta=True, informative_features=True
     )
+    #: Whether ``alpha=0`` (maximum likelihood, scored by stream_nb._mle's rule) is accepted.
+    _ALPHA_ZERO = True
 
     def feature_names(self) -> list[Hashable]:
         return list(self._kinds)  # every feature met, and the schema's
@@ -158,7 +161,7 @@ class NaiveBayes(_GaussianLearner):
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
-        self.alpha = check_alpha(alpha, allow_zero=True)
+        self.alpha = check_alpha(alpha, allow_zero=self._ALPHA_ZERO)
         self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
         self.schema = _check_schema(schema)
         self.fit_prior = check_bool(fit_prior, "fit_prior")

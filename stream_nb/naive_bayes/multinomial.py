@@ -45,7 +45,9 @@ class MultinomialNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 (1 is Laplace).
+        Smoothing constant α ≥ 0 (1 is Laplace). 0 is maximum likelihood: zero
+        counts give probability 0, decided by the rule of :mod:`stream_nb._mle`
+        (docs/learners.md, "Maximum likelihood").
     fit_prior
         Learn class priors; ``False`` gives the uniform prior ``1/K``.
     class_prior

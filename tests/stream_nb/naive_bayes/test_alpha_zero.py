@@ -643,3 +643,11 @@ def test_naive_bayes_lists_only_its_gaussian_features_with_alpha_zero() -> None:
     for i in range(6):
         model.learn_one({"sky": "sun" if i % 2 else "rain", "t": float(i % 2) + 0.1 * i}, i % 2)
     assert [e["feature"] for e in model.informative_features()] == ["t"]
+
+
+def test_weighted_nb_still_needs_a_positive_alpha() -> None:
+    from stream_nb import WeightedNB
+    from stream_nb._exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="alpha must be positive and finite, got 0"):
+        WeightedNB(alpha=0)
