@@ -6,8 +6,8 @@ import math
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from stream_nb._exceptions import ConfigError
-from stream_nb._state import LABEL_TYPES
+from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._state import LABEL_TYPES, check_feature_names
 from stream_nb.limits import MAX_ALPHA, MIN_ALPHA
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "check_bool",
     "check_cap",
     "check_class_prior",
+    "check_feature_weights",
     "check_nonneg",
     "log_prior",
 ]
@@ -120,6 +121,41 @@ def check_class_prior(class_prior: Any) -> dict[Hashable, float] | None:
             )
         out[label] = float(p)
     return out
+
+
+#: The largest feature weight: a weight multiplies a log-probability (at most ~1e3 in
+#: magnitude within the numeric range), so every weighted score stays far from overflow.
+MAX_FEATURE_WEIGHT = 1e6
+
+
+def check_feature_weights(feature_weights: Any) -> dict[Hashable, float] | None:
+    """``None`` or a mapping feature -> weight in ``[0, MAX_FEATURE_WEIGHT]`` (a copy; an
+    empty mapping is ``None``). Features it leaves out have weight 1.
+
+    Examples
+    --------
+    >>> check_feature_weights({"sky": 0.5, "id": 0})
+    {'sky': 0.5, 'id': 0.0}
+    >>> check_feature_weights({"sky": -1})
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: feature_weights['sky'] must be non-negative and finite, ...
+    """
+    if feature_weights is None:
+        return None
+    if not isinstance(feature_weights, Mapping):
+        raise ConfigError(
+            f"feature_weights must be a mapping feature -> weight >= 0, got {feature_weights!r}"
+        )
+    try:
+        check_feature_names(feature_weights)
+    except InvalidEventError as exc:
+        raise ConfigError(f"feature_weights: {exc}") from None
+    out = {
+        f: check_nonneg(w, f"feature_weights[{f!r}]", MAX_FEATURE_WEIGHT)
+        for f, w in feature_weights.items()
+    }
+    return out or None
 
 
 def log_prior(

@@ -235,6 +235,57 @@ class CategoricalStatistics:
                 )
         return jll
 
+    def weighted_joint_log_likelihood(
+        self, x: Mapping[Any, Any], alpha: float, weights: Mapping[Hashable, float]
+    ) -> dict[Hashable, float]:
+        """``log P(y) + Σ_i w_i log P(x_i | y)`` with ``w_i = weights.get(i, 1)``; ``{}``
+        before learning (α in raw units).
+
+        A feature of weight 0 adds nothing, not even a zero-probability term with
+        ``alpha = 0`` (whose other terms are resolved by :mod:`stream_nb._mle`'s rule).
+
+        Examples
+        --------
+        >>> stats = CategoricalStatistics()
+        >>> stats.learn([("sky", "sun"), ("id", 1)], "play", 1.0)
+        >>> stats.learn([("sky", "rain"), ("id", 2)], "stay", 1.0)
+        >>> stats.weighted_joint_log_likelihood({"sky": "sun", "id": 2}, 0.0, {"id": 0})
+        {'play': -0.6931471805599453, 'stay': -inf}
+        """
+        if not self.class_weight:
+            return {}
+        finite = log_prior(
+            self.class_weight, self.total_weight, alpha, self.fit_prior, self.class_prior
+        )
+        zeros = None
+        if alpha == 0:
+            finite, zeros = split_terms_one(finite)
+        present = self.present
+        counts = self.counts
+        cap = self.max_values
+        log = _log
+        for feature, value in x.items():
+            values = counts.get(feature)
+            if values is None or value is None:
+                continue
+            weight = weights.get(feature, 1.0)
+            if weight == 0:
+                continue
+            by_class = present[feature]
+            smoothing = len(values) * alpha
+            value_counts = values.get(value, _EMPTY)
+            if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
+                value_counts = values.get(OTHER, _EMPTY)
+            for y in finite:
+                n = value_counts.get(y, 0.0)
+                if zeros is None:
+                    finite[y] += weight * log((n + alpha) / (by_class.get(y, 0.0) + smoothing))
+                elif n > 0:
+                    finite[y] += weight * log(n / by_class[y])
+                else:
+                    zeros[y] += 1
+        return finite if zeros is None else resolve_zero_terms_one(finite, zeros)
+
     def _mle_joint_log_likelihood(self, x: Mapping[Any, Any]) -> dict[Hashable, float]:
         """:meth:`joint_log_likelihood` with ``alpha = 0``: maximum-likelihood terms, the
         zero-probability ones resolved by :mod:`stream_nb._mle`'s rule."""

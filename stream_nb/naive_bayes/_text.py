@@ -27,7 +27,7 @@ from numbers import Real
 from typing import Any, TypeVar
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
-from stream_nb._params import check_alpha, check_cap
+from stream_nb._params import check_alpha, check_cap, check_feature_weights
 from stream_nb._state import (
     check_at_most,
     check_consistent,
@@ -283,8 +283,13 @@ class _TokenLearner(Learner):
     def _kernel_applies(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares one, and
         ``alpha > 0`` (with ``alpha = 0`` the per-event path applies the
-        zero-probability rule of :mod:`stream_nb._mle`)."""
-        return bool(type(self).capabilities.row_kernel) and self.alpha > 0
+        zero-probability rule of :mod:`stream_nb._mle`) and no ``feature_weights``
+        (weighted scores are computed per event)."""
+        return (
+            bool(type(self).capabilities.row_kernel)
+            and self.alpha > 0
+            and self.feature_weights is None
+        )
 
     def _row_kernel(
         self,
@@ -306,9 +311,11 @@ class _TokenLearner(Learner):
         half_life: float | None,
         max_classes: int | None,
         max_features: int | None,
+        feature_weights: Mapping[Hashable, float] | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_vocabulary = check_cap(max_vocabulary, "max_vocabulary")
+        self.feature_weights = check_feature_weights(feature_weights)
         self.alpha = check_alpha(alpha, allow_zero=True)
         self._class_weight: dict[Hashable, float] = {}  # N_y, in order of first appearance
         self._total_weight = 0.0  # N
@@ -321,7 +328,21 @@ class _TokenLearner(Learner):
         self._batch_counts_valid = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
-        return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}
+        return {
+            "max_vocabulary": self.max_vocabulary,
+            "feature_weights": self.feature_weights,
+            **self._cap_params(),
+        }
+
+    def _weighted(self, x: Mapping[Any, Any]) -> Mapping[Any, Any]:
+        """``x`` (as scored) with each count times its token's weight (``feature_weights``,
+        1 for the others and for the overflow token): the count learners' scores are
+        linear in the counts, so this weights every token's terms."""
+        weights = self.feature_weights
+        if weights is None:
+            return x
+        get = weights.get
+        return {t: c * get(t, 1.0) for t, c in x.items()}
 
     def _class_labels(self) -> dict[Hashable, int]:
         return self._index

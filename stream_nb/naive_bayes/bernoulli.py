@@ -96,6 +96,12 @@ class BernoulliNB(_TokenLearner):
         :mod:`stream_nb.naive_bayes._text`. Merging can only bound the overflow counts of
         the other model by its class weights (they are exact when at most one
         overflow feature is on per event).
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -155,6 +161,7 @@ class BernoulliNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -165,6 +172,7 @@ class BernoulliNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.binarize = _check_binarize(binarize)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
@@ -305,7 +313,10 @@ class BernoulliNB(_TokenLearner):
             self._agg = [None] * len(self._agg)
             self._agg_alpha = alpha
         if alpha == 0:
-            return self._mle_scores(on)
+            finite, zeros = self._mle_scores(on)
+            if self.feature_weights is not None:
+                self._reweight(finite, zeros, on, 0.0)
+            return resolve_zero_terms_one(finite, zeros)
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         n_y = list(class_weight.values())
         # Per on-word w and class with N_{y,w} = c > 0:
@@ -346,10 +357,56 @@ class BernoulliNB(_TokenLearner):
                 + n_on * log(alpha / shifted)
                 + acc[k]
             )
+        if self.feature_weights is not None:
+            self._reweight(out, None, on, alpha)
         return out
 
-    def _mle_scores(self, on: list[str]) -> dict[Hashable, float]:
-        """The scores with ``alpha = 0`` (``p_{y,w} = N_{y,w} / N_y``) of the words ``on``.
+    def _reweight(
+        self,
+        scores: dict[Hashable, float],
+        zeros: dict[Hashable, int] | None,
+        on: list[str],
+        alpha: float,
+    ) -> None:
+        """Turn unweighted scores into weighted ones (``feature_weights``): add
+        ``(w − 1)`` times the term of each weighted feature of the vocabulary, on or
+        off, in place; O(weighted features × classes). With ``alpha = 0``
+        (``zeros`` given) a zero-probability term of weight 0 stops counting.
+        """
+        weights = self.feature_weights
+        if not weights:
+            return
+        counts: Mapping[Any, list[float]] = self._counts
+        index = self._index
+        n_y = list(self._class_weight.values())
+        is_on = set(on)
+        log = _log
+        for feature, weight in weights.items():
+            row = counts.get(feature)
+            if row is None or weight == 1.0:
+                continue
+            width = len(row)
+            switched_on = feature in is_on
+            for y in scores:
+                k = index[y]
+                n = n_y[k]
+                c = row[k] if k < width else 0.0
+                if zeros is not None:  # maximum likelihood
+                    p_zero = not c > 0 if switched_on else c >= n
+                    if p_zero:
+                        if weight == 0:
+                            zeros[y] -= 1
+                    elif switched_on:
+                        scores[y] += (weight - 1.0) * log(c / n)
+                    else:
+                        scores[y] += (weight - 1.0) * log((n - c) / n)
+                    continue
+                numerator = c + alpha if switched_on else (n - c) + alpha
+                scores[y] += (weight - 1.0) * log(numerator / (n + 2.0 * alpha))
+
+    def _mle_scores(self, on: list[str]) -> tuple[dict[Hashable, float], dict[Hashable, int]]:
+        """The scores with ``alpha = 0`` (``p_{y,w} = N_{y,w} / N_y``) of the words ``on``,
+        as ``(finite, zeros)`` for :mod:`stream_nb._mle`'s rule.
 
         Zero-probability terms of :mod:`stream_nb._mle`'s rule: an on word never
         on in class ``y`` (``p = 0``) and an off word of the vocabulary on in
@@ -389,4 +446,4 @@ class BernoulliNB(_TokenLearner):
                     zeros[y] -= 1  # 1 − p was 0; p = 1 adds log 1 = 0
                 else:
                     finite[y] += log(c / n) - log((n - c) / n)
-        return resolve_zero_terms_one(finite, zeros)
+        return finite, zeros

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior
+from stream_nb._params import (
+    check_alpha,
+    check_bool,
+    check_cap,
+    check_class_prior,
+    check_feature_weights,
+)
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
 from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import MIN_BATCH, per_event_answers
@@ -57,6 +63,12 @@ class CategoricalNB(Learner):
     max_values_per_feature
         Distinct values kept per feature before the "other" bucket
         (``None``: unbounded). Bounds the model for ID-like features.
+    feature_weights
+        ``{feature: w >= 0}``: the score becomes
+        ``log P(y) + Σ_i w_i log P(x_i | y)`` (features left out: ``w = 1``). A
+        weight of 0 removes the feature from prediction while its counts are
+        still learned. Models merge only with equal weights; batches go to the
+        per-event path while weights are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -129,6 +141,7 @@ class CategoricalNB(Learner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_values_per_feature: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -138,6 +151,7 @@ class CategoricalNB(Learner):
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
+        self.feature_weights = check_feature_weights(feature_weights)
         self.categorical = CategoricalStatistics(
             self.max_values_per_feature,
             admit=None if self.max_features is None else self._admit_feature,
@@ -151,6 +165,7 @@ class CategoricalNB(Learner):
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
             "max_values_per_feature": self.max_values_per_feature,
+            "feature_weights": self.feature_weights,
             **self._cap_params(),
         }
 
@@ -171,6 +186,11 @@ class CategoricalNB(Learner):
         stats.learn(x.items(), y, w)
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        weights = self.feature_weights
+        if weights is not None:
+            return self.categorical.weighted_joint_log_likelihood(
+                x, self.alpha / self._scale, weights
+            )
         return self.categorical.joint_log_likelihood(x, self.alpha / self._scale)  # α raw
 
     # ------------------------------------------------------------------ batch kernel
@@ -243,8 +263,10 @@ class CategoricalNB(Learner):
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         if not type(self).capabilities.column_kernel:
             return None
-        if self.half_life is not None or self.class_prior is not None or self.alpha == 0:
-            return None  # (alpha=0: the per-event path applies stream_nb._mle's rule)
+        if self.half_life is not None or self.class_prior is not None:
+            return None
+        if self.alpha == 0 or self.feature_weights is not None:
+            return None  # (both scored per event: stream_nb._mle's rule, the weighted sum)
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None

@@ -70,6 +70,12 @@ class ComplementNB(_TokenLearner):
     max_vocabulary
         Tokens kept before new ones share the overflow token, whose count is
         the sum of theirs (``None``: unbounded), see :mod:`stream_nb.naive_bayes._text`.
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -131,6 +137,7 @@ class ComplementNB(_TokenLearner):
         *,
         norm: bool = False,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -141,6 +148,7 @@ class ComplementNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.norm = check_bool(norm, "norm")
         self._log_alpha = math.log(self.alpha) if self.alpha else -math.inf
@@ -271,7 +279,7 @@ class ComplementNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
-        x = self._scored_tokens(x)
+        x = self._weighted(self._scored_tokens(x))
         counts = self._counts
         vocabulary = len(counts)
         if vocabulary <= 1:  # every θ is 1

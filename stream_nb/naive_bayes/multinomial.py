@@ -58,6 +58,12 @@ class MultinomialNB(_TokenLearner):
         unbounded). The overflow token's count is the sum of theirs,
         ``x_other = Σ x_t``, so its terms are those of one more token and
         ``V ≤ max_vocabulary + 1``; see :mod:`stream_nb.naive_bayes._text`.
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -122,6 +128,7 @@ class MultinomialNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -132,6 +139,7 @@ class MultinomialNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
@@ -198,7 +206,7 @@ class MultinomialNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
-        x = self._scored_tokens(x)
+        x = self._weighted(self._scored_tokens(x))
         if self.alpha == 0:
             return self._mle_scores(x)
         alpha = self.alpha / self._scale  # α in raw units, see Learner

@@ -80,8 +80,13 @@ def resolve(
     return {y: v - lse for y, v in scores.items()}
 
 
-def _log_or_zero(n: float, d: float) -> float:
-    return math.log(n / d) if n > 0 else _NEG_INF
+def _log_or_zero(n: float, d: float, alpha: float = 0.0, s: float = 0.0) -> float:
+    """``log((n + α) / (d + sα))``; ``-inf`` for ``n = α = 0``."""
+    return math.log((n + alpha) / (d + s * alpha)) if n + alpha > 0 else _NEG_INF
+
+
+#: Feature (token) weights: ``{name: w}``, 1 for the others.
+Weights = Mapping[Hashable, float]
 
 
 # ------------------------------------------------------------------ references
@@ -90,35 +95,46 @@ def categorical_terms(
     weights: Sequence[float],
     x: Mapping[str, Any],
     classes: Sequence[Hashable],
+    alpha: float = 0.0,
+    feature_weights: Weights | None = None,
 ) -> dict[Hashable, list[float]]:
-    """``log(N_{y,f,v} / N_{y,f})`` of every feature of ``x`` learned before."""
+    """``w_f log((N_{y,f,v} + α) / (N_{y,f} + S_f α))`` of every feature of ``x`` learned
+    before (features of weight 0 left out)."""
+    fw = feature_weights or {}
     terms: dict[Hashable, list[float]] = {y: [] for y in classes}
     for f, v in x.items():
-        if v is None:
+        if v is None or fw.get(f, 1.0) == 0:
             continue
         present: dict[Hashable, float] = {}
         count: dict[Hashable, float] = {}
+        values = set()
         for (ex, y, _), w in zip(events, weights, strict=True):
             u = ex.get(f)
             if u is None:
                 continue
+            values.add(u)
             present[y] = present.get(y, 0.0) + w
             if u == v:
                 count[y] = count.get(y, 0.0) + w
         if not present:
             continue  # never learned: no term
         for y in classes:
-            terms[y].append(_log_or_zero(count.get(y, 0.0), present.get(y, 0.0)))
+            term = _log_or_zero(count.get(y, 0.0), present.get(y, 0.0), alpha, len(values))
+            terms[y].append(term * fw.get(f, 1.0) if term != _NEG_INF else term)
     return terms
 
 
 def categorical_reference(
-    events: Sequence[Event], x: Mapping[str, Any], half_life: float | None = None
+    events: Sequence[Event],
+    x: Mapping[str, Any],
+    half_life: float | None = None,
+    alpha: float = 0.0,
+    feature_weights: Weights | None = None,
 ) -> dict[Hashable, float]:
     weights = decayed_weights(events, half_life)
     n_y = class_weights(events, weights)
-    prior = log_prior(n_y, sum(weights), 0.0)
-    terms = categorical_terms(events, weights, x, list(n_y))
+    prior = log_prior(n_y, sum(weights), alpha)
+    terms = categorical_terms(events, weights, x, list(n_y), alpha, feature_weights)
     return resolve({y: [prior[y], *terms[y]] for y in n_y})
 
 
@@ -138,18 +154,27 @@ def _token_counts(
     return n_y, counts, t_y
 
 
+def _weighted(x: Mapping[str, Any], feature_weights: Weights | None) -> dict[str, Any]:
+    fw = feature_weights or {}
+    return {t: c * fw.get(t, 1.0) for t, c in x.items()}
+
+
 def multinomial_reference(
-    events: Sequence[Event], x: Mapping[str, Any], half_life: float | None = None
+    events: Sequence[Event],
+    x: Mapping[str, Any],
+    half_life: float | None = None,
+    alpha: float = 0.0,
+    feature_weights: Weights | None = None,
 ) -> dict[Hashable, float]:
     weights = decayed_weights(events, half_life)
     n_y, counts, t_y = _token_counts(events, weights)
-    prior = log_prior(n_y, sum(weights), 0.0)
+    prior = log_prior(n_y, sum(weights), alpha)
     terms = {y: [prior[y]] for y in n_y}
-    for t, c in x.items():
+    for t, c in _weighted(x, feature_weights).items():
         if c > 0 and t in counts:
             for y in n_y:
-                n = counts[t].get(y, 0.0)
-                terms[y].append(c * math.log(n / t_y[y]) if n > 0 else _NEG_INF)
+                term = _log_or_zero(counts[t].get(y, 0.0), t_y[y], alpha, len(counts))
+                terms[y].append(c * term if term != _NEG_INF else term)
     return resolve(terms)
 
 
@@ -158,10 +183,13 @@ def complement_reference(
     x: Mapping[str, Any],
     half_life: float | None = None,
     norm: bool = False,
+    alpha: float = 0.0,
+    feature_weights: Weights | None = None,
 ) -> dict[Hashable, float]:
-    """``θ_{y,w} = C_{y,w} / Σ_w C_{y,w}`` (complement counts), score ``−Σ x_w log θ``:
-    a token never seen outside ``y`` is a ``+inf`` term, and the classes with the most
-    of them stay (the rule on the complement likelihood, whose sign is flipped)."""
+    """``θ_{y,w} = (C_{y,w} + α) / (Σ_w C_{y,w} + αV)`` (complement counts), score
+    ``−Σ x_w log θ``: with ``α = 0`` a token never seen outside ``y`` is a ``+inf``
+    term, and the classes with the most of them stay (the rule on the complement
+    likelihood, whose sign is flipped)."""
     weights = decayed_weights(events, half_life)
     n_y, counts, t_y = _token_counts(events, weights)
     if not n_y:
@@ -169,22 +197,27 @@ def complement_reference(
     if len(counts) <= 1:
         return resolve({y: [0.0] for y in n_y})
     labels = list(n_y)
+    v = len(counts)
     comp = {
         t: {y: sum(row.get(o, 0.0) for o in labels if o != y) for y in labels}
         for t, row in counts.items()
     }
     total = {y: sum(t_y[o] for o in labels if o != y) for y in labels}
     norms = {
-        y: math.fsum(-math.log(comp[t][y] / total[y]) for t in counts if comp[t][y] > 0)
+        y: math.fsum(
+            -math.log((comp[t][y] + alpha) / (total[y] + v * alpha))
+            for t in counts
+            if comp[t][y] + alpha > 0
+        )
         for y in labels
     }
     terms: dict[Hashable, list[float]] = {y: [] for y in labels}
-    for t, c in x.items():
+    for t, c in _weighted(x, feature_weights).items():
         if c > 0 and t in counts:
             for y in labels:
-                theta = comp[t][y]
+                theta = comp[t][y] + alpha
                 if theta > 0:
-                    term = -c * math.log(theta / total[y])
+                    term = -c * math.log(theta / (total[y] + v * alpha))
                     terms[y].append(term / norms[y] if norm and norms[y] else term)
                 else:
                     terms[y].append(math.inf)
@@ -192,24 +225,34 @@ def complement_reference(
 
 
 def bernoulli_reference(
-    events: Sequence[Event], x: Mapping[str, Any], half_life: float | None = None
+    events: Sequence[Event],
+    x: Mapping[str, Any],
+    half_life: float | None = None,
+    alpha: float = 0.0,
+    feature_weights: Weights | None = None,
 ) -> dict[Hashable, float]:
-    """``p_{y,w} = N_{y,w} / N_y`` over every feature ever learned (on or off)."""
+    """``p_{y,w} = (N_{y,w} + α) / (N_y + 2α)`` over every feature ever learned (on or
+    off), each term times the feature's weight (weight 0: left out)."""
+    fw = feature_weights or {}
     weights = decayed_weights(events, half_life)
     n_y = class_weights(events, weights)
-    prior = log_prior(n_y, sum(weights), 0.0)
+    prior = log_prior(n_y, sum(weights), alpha)
     vocabulary: dict[str, dict[Hashable, float]] = {}
     for (ex, y, _), w in zip(events, weights, strict=True):
-        for t, v in ex.items():
+        for t, value in ex.items():
             row = vocabulary.setdefault(t, {})
-            if v > 0:
+            if value > 0:
                 row[y] = row.get(y, 0.0) + w
     terms = {y: [prior[y]] for y in n_y}
     for t, row in vocabulary.items():
+        weight = fw.get(t, 1.0)
+        if weight == 0:
+            continue
         on = x.get(t, 0) > 0
         for y, n in n_y.items():
             c = row.get(y, 0.0)
-            terms[y].append(_log_or_zero(c, n) if on else _log_or_zero(n - c, n))
+            term = _log_or_zero(c if on else n - c, n, alpha, 2.0)
+            terms[y].append(term * weight if term != _NEG_INF else term)
     return resolve(terms)
 
 
@@ -319,7 +362,10 @@ def test_complement_matches_brute_force(seed: int, half_life: float | None, norm
     events = token_stream(seed, 150)
     model = ComplementNB(alpha=0, half_life=half_life, norm=norm)
     dropped = prequential(
-        model, events, lambda ev, x: complement_reference(ev, x, half_life, norm), token_probe
+        model,
+        events,
+        lambda ev, x: complement_reference(ev, x, half_life, norm),
+        token_probe,
     )
     assert dropped > 10
 
