@@ -355,13 +355,15 @@ def test_parameters_and_size() -> None:
         "fit_prior": True,
         "class_prior": {"a": 1.0},
         "max_values_per_feature": None,
+        "feature_weights": None,
         "max_classes": None,
         "max_features": None,
         "half_life": 10,
     }
     assert repr(model) == (
         "CategoricalNB(alpha=0.5, fit_prior=True, class_prior={'a': 1.0}, "
-        "max_values_per_feature=None, max_classes=None, max_features=None, half_life=10)"
+        "max_values_per_feature=None, feature_weights=None, max_classes=None, "
+        "max_features=None, half_life=10)"
     )
     model.learn_one({"f": "x", "g": 1}, "a")
     model.learn_one({"f": "y"}, "b")

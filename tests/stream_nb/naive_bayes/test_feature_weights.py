@@ -186,3 +186,12 @@ def test_invalid_weights_are_refused(cls: Callable[..., Learner], weights: Any, 
 def test_empty_weights_are_no_weights() -> None:
     assert CategoricalNB(feature_weights={}).feature_weights is None
     assert MultinomialNB(feature_weights={}).get_params()["feature_weights"] is None
+
+
+@pytest.mark.parametrize("cls", [CategoricalNB, MultinomialNB, ComplementNB, BernoulliNB])
+def test_a_state_saved_before_feature_weights_still_loads(cls: Callable[..., Learner]) -> None:
+    model = cls()
+    model.learn_one({"a": 1}, "x")
+    state = model.to_state()
+    del state["params"]["feature_weights"]  # (states written before the parameter existed)
+    assert Learner.from_state(state).to_state() == model.to_state()
