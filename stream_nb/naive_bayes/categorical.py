@@ -265,8 +265,8 @@ class CategoricalNB(Learner):
             return None
         if self.half_life is not None or self.class_prior is not None:
             return None
-        if self.alpha == 0 or self.feature_weights is not None:
-            return None  # (both scored per event: stream_nb._mle's rule, the weighted sum)
+        if self.feature_weights is not None:
+            return None  # (the weighted sum is scored per event)
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None

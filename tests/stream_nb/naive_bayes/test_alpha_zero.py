@@ -38,8 +38,12 @@ from stream_nb import (
     MultinomialNB,
     NaiveBayes,
     PrequentialEvaluator,
+    datasets,
 )
 from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.naive_bayes._arrays import per_event_answers
+from stream_nb.naive_bayes._categorical_kernel import columns_of_events
+from tests.stream_nb.naive_bayes.kernel_checks import against_the_loop
 from tests.stream_nb.naive_bayes.oracles import (
     Event,
     class_weights,
@@ -614,26 +618,77 @@ def test_engine_batch_paths_equal_the_per_event_path_and_records_are_finite(
     assert math.isfinite(report["window"]["log_loss"])
 
 
+def _column_kernel(model: Any, xs: Any, ys: Any, ws: Any) -> Any:
+    """The learner's column kernel on the batch's columns (absent features as None)."""
+    found = columns_of_events(xs)
+    out = None if found is None else model.predict_learn_columns(*found, ys, ws)
+    return None if out is None else per_event_answers(*out)
+
+
+def _dense(seed: int, n: int, weights: bool) -> list[Event]:
+    """Every value soon seen with every class: batches with no class of probability 0."""
+    rng = random.Random(seed)
+    return [
+        (x, y, rng.choice([0.5, 1.0, 2.0]) if weights else 1.0)
+        for x, y in datasets.categorical_stream(seed, n, features=6, values=3)
+    ]
+
+
+def _mixed(seed: int, n: int, weights: bool) -> list[Event]:
+    rng = random.Random(seed)
+    return [
+        (x, y, rng.choice([0.5, 1.0, 2.0]) if weights else 1.0)
+        for x, y in datasets.mixed_stream(seed, n)
+    ]
+
+
+@pytest.mark.parametrize("weights", [False, True])
 @pytest.mark.parametrize(
     ("make", "stream"),
     [
-        (lambda: CategoricalNB(alpha=0), categorical_stream),
-        (lambda: NaiveBayes(alpha=0), categorical_stream),
-        (lambda: MultinomialNB(alpha=0), token_stream),
-        (lambda: ComplementNB(alpha=0, norm=True), token_stream),
-        (lambda: BernoulliNB(alpha=0), token_stream),
+        (lambda: CategoricalNB(alpha=0), _dense),
+        (lambda: NaiveBayes(alpha=0), _mixed),
     ],
 )
-def test_predict_learn_many_equals_the_per_event_loop(
-    make: Callable[[], Learner], stream: Callable[[int, int], list[Event]]
+def test_the_column_kernels_apply_the_rule_as_the_per_event_loop(
+    make: Callable[[], Learner], stream: Callable[[int, int, bool], list[Event]], weights: bool
 ) -> None:
-    events = stream(8, 400)
+    # the kernel takes the batches in which no class has probability 0 (the others go to
+    # the per-event path), and agrees with the per-event loop on every one
+    used = against_the_loop(make, stream(3, 2500, weights), 3, _column_kernel, warm=300)
+    assert used >= 3
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CategoricalNB(alpha=0),
+        lambda: NaiveBayes(alpha=0, schema=dict.fromkeys("abcd", "categorical")),
+    ],
+)
+def test_the_column_kernels_hand_batches_with_impossible_classes_to_the_loop(
+    make: Callable[[], Learner],
+) -> None:
+    against_the_loop(make, categorical_stream(4, 1500), 4, _column_kernel, exact_state=True)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MultinomialNB(alpha=0),
+        lambda: ComplementNB(alpha=0, norm=True),
+        lambda: BernoulliNB(alpha=0),
+    ],
+)
+def test_the_token_learners_take_the_per_event_path(make: Callable[[], Learner]) -> None:
+    events = token_stream(8, 400)
     fast, slow = make(), make()
     for start in range(0, len(events), 100):
         batch = events[start : start + 100]
         xs, ys, ws = [e[0] for e in batch], [e[1] for e in batch], [e[2] for e in batch]
         assert fast.predict_learn_many(xs, ys, ws) == Learner.predict_learn_many(slow, xs, ys, ws)
         assert fast.to_state() == slow.to_state()
+        assert fast.predict_learn_rows(xs, ys, ws) is None  # (nothing learned)
 
 
 def test_cli_run_with_alpha_zero_emits_finite_records_equal_to_the_library() -> None:
