@@ -225,6 +225,8 @@ class _TokenLearner(Learner):
     #: A token with value 0 is learned into the vocabulary (Bernoulli: every
     #: feature present is; count learners: only positive counts are).
     _LEARNS_ZEROS = False
+    #: The batch kernel scores ``alpha = 0`` (maximum likelihood) too.
+    _KERNEL_MLE = False
 
     def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
         return self._class_weight.items()
@@ -282,12 +284,12 @@ class _TokenLearner(Learner):
 
     def _kernel_applies(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares one, and
-        ``alpha > 0`` (with ``alpha = 0`` the per-event path applies the
-        zero-probability rule of :mod:`stream_nb._mle`) and no ``feature_weights``
-        (weighted scores are computed per event)."""
+        ``alpha > 0`` unless the kernel applies the zero-probability rule of
+        :mod:`stream_nb._mle` itself (``_KERNEL_MLE``; otherwise the per-event path
+        does), and no ``feature_weights`` (weighted scores are computed per event)."""
         return (
             bool(type(self).capabilities.row_kernel)
-            and self.alpha > 0
+            and (self.alpha > 0 or self._KERNEL_MLE)
             and self.feature_weights is None
         )
 

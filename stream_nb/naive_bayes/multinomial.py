@@ -99,6 +99,7 @@ class MultinomialNB(_TokenLearner):
     )
 
     _EXTRA = ("class_tokens",)  # T_y
+    _KERNEL_MLE = True  # (see _count_kernels.multinomial_kernel)
 
     def _row_kernel(
         self,

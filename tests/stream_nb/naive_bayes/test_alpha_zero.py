@@ -672,10 +672,35 @@ def test_the_column_kernels_hand_batches_with_impossible_classes_to_the_loop(
     against_the_loop(make, categorical_stream(4, 1500), 4, _column_kernel, exact_state=True)
 
 
+def _row_kernel(model: Any, xs: Any, ys: Any, ws: Any) -> Any:
+    out = model.predict_learn_rows(xs, ys, ws)
+    return None if out is None else per_event_answers(*out)
+
+
+def _dense_tokens(seed: int, n: int) -> list[Event]:
+    """Eight tokens, soon counted in every class: batches with no class of probability 0."""
+    rng = random.Random(seed)
+    events: list[Event] = []
+    for _ in range(n):
+        y = rng.randrange(3)
+        tokens = rng.sample([f"w{j}" for j in range(8)], 4)
+        x = {t: rng.randint(1, 3) + (2 if t == f"w{y}" else 0) for t in tokens}
+        events.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.0])))
+    return events
+
+
+@pytest.mark.parametrize("stream", [_dense_tokens, token_stream])
+def test_the_multinomial_row_kernel_applies_the_rule_as_the_per_event_loop(
+    stream: Callable[[int, int], list[Event]],
+) -> None:
+    used = against_the_loop(lambda: MultinomialNB(alpha=0), stream(5, 2500), 5, _row_kernel)
+    if stream is _dense_tokens:
+        assert used >= 3
+
+
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: MultinomialNB(alpha=0),
         lambda: ComplementNB(alpha=0, norm=True),
         lambda: BernoulliNB(alpha=0),
     ],
