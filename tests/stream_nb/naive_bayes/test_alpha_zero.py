@@ -134,12 +134,14 @@ def categorical_reference(
     half_life: float | None = None,
     alpha: float = 0.0,
     feature_weights: Weights | None = None,
+    fit_prior: bool = True,
+    class_prior: Mapping[Hashable, float] | None = None,
 ) -> dict[Hashable, float]:
     weights = decayed_weights(events, half_life)
     n_y = class_weights(events, weights)
-    prior = log_prior(n_y, sum(weights), alpha)
-    terms = categorical_terms(events, weights, x, list(n_y), alpha, feature_weights)
-    return resolve({y: [prior[y], *terms[y]] for y in n_y})
+    prior = log_prior(n_y, sum(weights), alpha, fit_prior, class_prior)
+    terms = categorical_terms(events, weights, x, list(prior), alpha, feature_weights)
+    return resolve({y: [prior[y], *terms[y]] for y in prior})
 
 
 def _token_counts(
@@ -338,6 +340,45 @@ def test_categorical_matches_brute_force(seed: int, half_life: float | None) -> 
         model, events, lambda ev, x: categorical_reference(ev, x, half_life), categorical_probe
     )
     assert dropped > 10  # the stream does produce zero-probability classes
+
+
+@pytest.mark.parametrize(
+    "priors",
+    [{"fit_prior": False}, {"class_prior": {0: 0.2, 1: 0.5}}, {"class_prior": {0: 1, "late": 3}}],
+)
+def test_categorical_priors_match_brute_force(priors: dict[str, Any]) -> None:
+    events = categorical_stream(3, 160)
+    model = CategoricalNB(alpha=0, **priors)
+    prequential(
+        model,
+        events,
+        lambda ev, x: categorical_reference(ev, x, **priors),
+        categorical_probe,
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CategoricalNB(alpha=0, max_values_per_feature=2),
+        lambda: CategoricalNB(alpha=0, max_features=2),
+        lambda: MultinomialNB(alpha=0, max_vocabulary=5),
+        lambda: ComplementNB(alpha=0, norm=True, max_vocabulary=5),
+        lambda: BernoulliNB(alpha=0, max_vocabulary=5, binarize=0.5),
+    ],
+)
+def test_bounded_models_stay_finite(make: Callable[[], Learner]) -> None:
+    categorical = isinstance(make(), CategoricalNB)
+    events = categorical_stream(6, 400) if categorical else token_stream(6, 400)
+    model = make()
+    rng = random.Random(0)
+    for x, y, w in events:
+        x_probe = (categorical_probe if categorical else token_probe)(x, rng)
+        lp = model.predict_log_proba_one(x_probe)
+        assert all(math.isfinite(v) for v in lp.values())
+        assert not lp or math.isclose(math.fsum(map(math.exp, lp.values())), 1.0, rel_tol=1e-12)
+        model.learn_one(x, y, w)
+    assert model.n_learned == len(events)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
