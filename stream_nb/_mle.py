@@ -25,7 +25,7 @@ from collections.abc import Hashable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["resolve_zero_terms", "resolve_zero_terms_one"]
+__all__ = ["resolve_zero_terms", "resolve_zero_terms_one", "split_terms_one"]
 
 _NEG_INF = -math.inf
 
@@ -63,3 +63,26 @@ def resolve_zero_terms_one(
         return dict(finite)
     fewest = min(zeros.values())
     return {c: (v if zeros.get(c, 0) == fewest else _NEG_INF) for c, v in finite.items()}
+
+
+def split_terms_one(
+    scores: Mapping[Hashable, float],
+) -> tuple[dict[Hashable, float], dict[Hashable, int]]:
+    """Scores (e.g. log priors) as the ``(finite, zeros)`` pair that the terms of an event
+    are then added to: a ``-inf`` score is one zero term on a finite part of 0.
+
+    Examples
+    --------
+    >>> split_terms_one({"a": -0.5, "b": -math.inf})
+    ({'a': -0.5, 'b': 0.0}, {'a': 0, 'b': 1})
+    """
+    finite = {}
+    zeros = {}
+    for c, v in scores.items():
+        if v == _NEG_INF:
+            finite[c] = 0.0
+            zeros[c] = 1
+        else:
+            finite[c] = v
+            zeros[c] = 0
+    return finite, zeros

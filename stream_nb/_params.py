@@ -6,8 +6,8 @@ import math
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from stream_nb._exceptions import ConfigError
-from stream_nb._state import LABEL_TYPES
+from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._state import LABEL_TYPES, check_feature_names
 from stream_nb.limits import MAX_ALPHA, MIN_ALPHA
 
 __all__ = [
@@ -15,11 +15,13 @@ __all__ = [
     "check_bool",
     "check_cap",
     "check_class_prior",
+    "check_feature_weights",
     "check_nonneg",
     "log_prior",
 ]
 
 _log = math.log
+_NEG_INF = -math.inf
 
 
 def check_alpha(alpha: Any, name: str = "alpha", *, allow_zero: bool = False) -> float:
@@ -27,7 +29,8 @@ def check_alpha(alpha: Any, name: str = "alpha", *, allow_zero: bool = False) ->
     or exactly 0 (maximum likelihood) where ``allow_zero`` (the learner then scores
     zero counts ``-inf`` and decides by :mod:`stream_nb._mle`'s rule)."""
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
-        raise ConfigError(f"{name} must be a positive number, got {alpha!r}")
+        kind = "non-negative" if allow_zero else "positive"
+        raise ConfigError(f"{name} must be a {kind} number, got {alpha!r}")
     if allow_zero and alpha == 0:
         return 0.0
     if not 0 < alpha < math.inf:  # (no float(): an int of any size compares exactly)
@@ -120,6 +123,41 @@ def check_class_prior(class_prior: Any) -> dict[Hashable, float] | None:
     return out
 
 
+#: The largest feature weight: a weight multiplies a log-probability (at most ~1e3 in
+#: magnitude within the numeric range), so every weighted score stays far from overflow.
+MAX_FEATURE_WEIGHT = 1e6
+
+
+def check_feature_weights(feature_weights: Any) -> dict[Hashable, float] | None:
+    """``None`` or a mapping feature -> weight in ``[0, MAX_FEATURE_WEIGHT]`` (a copy; an
+    empty mapping is ``None``). Features it leaves out have weight 1.
+
+    Examples
+    --------
+    >>> check_feature_weights({"sky": 0.5, "id": 0})
+    {'sky': 0.5, 'id': 0.0}
+    >>> check_feature_weights({"sky": -1})
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: feature_weights['sky'] must be non-negative and finite, ...
+    """
+    if feature_weights is None:
+        return None
+    if not isinstance(feature_weights, Mapping):
+        raise ConfigError(
+            f"feature_weights must be a mapping feature -> weight >= 0, got {feature_weights!r}"
+        )
+    try:
+        check_feature_names(feature_weights)
+    except InvalidEventError as exc:
+        raise ConfigError(f"feature_weights: {exc}") from None
+    out = {
+        f: check_nonneg(w, f"feature_weights[{f!r}]", MAX_FEATURE_WEIGHT)
+        for f, w in feature_weights.items()
+    }
+    return out or None
+
+
 def log_prior(
     class_weight: Mapping[Hashable, float],
     total_weight: float,
@@ -129,7 +167,8 @@ def log_prior(
 ) -> dict[Hashable, float]:
     """Log class priors of the discrete learners, as a new dict to accumulate into.
 
-    ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone); ``1/K`` when
+    ``log P(y) = log((N_y + α) / (N + Kα))`` (Laplace/Lidstone; with ``α = 0`` the
+    maximum-likelihood ``log(N_y / N)``, ``-inf`` for a class of weight 0); ``1/K`` when
     ``fit_prior`` is false; ``class_prior[y]`` when given, in which case seen
     classes missing from ``class_prior`` are not scored (probability 0).
     ``alpha`` is in the same raw units as the weights.
@@ -138,5 +177,8 @@ def log_prior(
         return {y: _log(class_prior[y]) for y in class_weight if y in class_prior}
     if not fit_prior:
         return dict.fromkeys(class_weight, -_log(len(class_weight)))
+    if alpha == 0:  # maximum likelihood: a class of weight 0 has probability 0
+        log_total = _log(total_weight) if total_weight > 0 else 0.0
+        return {y: _log(n) - log_total if n > 0 else _NEG_INF for y, n in class_weight.items()}
     log_denominator = _log(total_weight + len(class_weight) * alpha)
     return {y: _log(n + alpha) - log_denominator for y, n in class_weight.items()}

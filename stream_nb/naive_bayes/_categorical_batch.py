@@ -202,8 +202,38 @@ class CategoricalColumns:
         """``Σ_f log((N_{y,f,v} + α) / (N_{y,f} + S_f α))`` of every class (row) and event
         (column), K × B, each with the statistics before the event (α in raw units);
         ``None`` (nothing changed) when a value new to the model cannot be learned as it
-        is (past ``max_values``, or not a category).
+        is (past ``max_values``, or not a category), and for ``alpha = 0`` (see
+        :meth:`mle_log_likelihoods`).
         """
+        if alpha == 0:
+            return None
+        found = self._counts(classes, alpha)
+        if found is None:
+            return None
+        count, pres = found
+        terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
+        return terms
+
+    def mle_log_likelihoods(self, classes: BatchClasses) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`log_likelihoods` with ``alpha = 0``, for :mod:`stream_nb._mle`'s rule:
+        ``(finite, zeros)``, both K × B: the sum of the terms ``log(N_{y,f,v} / N_{y,f})``
+        with ``N_{y,f,v} > 0`` and the number of zero counts (probability 0), as the
+        per-event path counts them; ``None`` as :meth:`log_likelihoods`.
+        """
+        found = self._counts(classes, 0.0)
+        if found is None:
+            return None
+        count, pres = found
+        zero = count == 0.0
+        zeros = zero.sum(axis=1)
+        count[zero] = 1.0  # (log 1 = 0: the finite part leaves them out)
+        pres[zero] = 1.0
+        finite: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
+        return finite, zeros
+
+    def _counts(self, classes: BatchClasses, alpha: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """``N_{y,f,v} + α`` and ``N_{y,f} + S_f α`` before every event, K × F × B (1 and 1
+        where the feature is missing); ``None`` as :meth:`log_likelihoods`."""
         stats = self.stats
         labels = classes.labels
         labelled = classes.labelled
@@ -278,8 +308,7 @@ class CategoricalColumns:
             self.integral = bool(
                 (seen == np.floor(seen)).all() and (pres0 == np.floor(pres0)).all()
             )
-        terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
-        return terms
+        return count, pres
 
     def learn(
         self,

@@ -19,6 +19,13 @@ or a value the per-event path would reject, a value past
 model does not hold but would learn (it is not full and the feature has a
 value). The learner itself leaves forgetting and fixed class priors to the
 per-event path.
+
+With ``α = 0`` (maximum likelihood) the terms are split into their finite sum
+and their count of zero counts
+(:meth:`~stream_nb.naive_bayes._categorical_batch.CategoricalColumns.mle_log_likelihoods`)
+and decided by :mod:`stream_nb._mle`'s rule, as per event; a batch in which the
+rule gives some class probability 0 goes to the per-event path (its records
+leave such classes out).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from stream_nb._exceptions import InvalidEventError
+from stream_nb._mle import resolve_zero_terms
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
 from stream_nb.naive_bayes._arrays import MIN_BATCH, BatchClasses, exclusive_cumsum, posteriors
 from stream_nb.naive_bayes._categorical_batch import CategoricalColumns
@@ -142,9 +150,17 @@ def categorical_predict_learn_columns(
     classes = BatchClasses.of(labels, {y: k for k, y in enumerate(labels)}, ys, ws)
     if classes is None or not batch.encode():
         return None
-    jll = batch.log_likelihoods(classes, alpha)
-    if jll is None:
-        return None
+    zeros = None
+    if alpha == 0:
+        found = batch.mle_log_likelihoods(classes)
+        if found is None:
+            return None
+        jll, zeros = found
+    else:
+        terms = batch.log_likelihoods(classes, alpha)
+        if terms is None:
+            return None
+        jll = terms
     n_classes = len(labels)
     if stats.fit_prior:  # log((N_y + α) / (N + Kα)), each before the event
         learned_before = exclusive_cumsum(np.where(classes.labelled, classes.w, 0.0))
@@ -153,6 +169,10 @@ def categorical_predict_learn_columns(
         jll -= np.log(stats.total_weight + learned_before + n_classes * alpha)[None, :]
     else:
         jll -= math.log(n_classes)
+    if zeros is not None:
+        jll = resolve_zero_terms(jll.T, zeros.T).T
+        if not np.isfinite(jll).all():
+            return None  # a class of probability 0: the per-event path's records leave it out
     normalised = posteriors(jll)
     if normalised is None:
         return None  # (a score beyond the double range: the per-event path)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from typing import Any
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import log_prior
 from stream_nb._state import (
     check_at_most,
@@ -208,6 +209,8 @@ class CategoricalStatistics:
         """
         if not self.class_weight:
             return {}
+        if alpha == 0:
+            return self._mle_joint_log_likelihood(x)
         jll = log_prior(
             self.class_weight, self.total_weight, alpha, self.fit_prior, self.class_prior
         )
@@ -231,6 +234,108 @@ class CategoricalStatistics:
                     (value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing)
                 )
         return jll
+
+    def weighted_joint_log_likelihood(
+        self, x: Mapping[Any, Any], alpha: float, weights: Mapping[Hashable, float]
+    ) -> dict[Hashable, float]:
+        """``log P(y) + Σ_i w_i log P(x_i | y)`` with ``w_i = weights.get(i, 1)``; ``{}``
+        before learning (α in raw units).
+
+        A feature of weight 0 adds nothing, not even a zero-probability term with
+        ``alpha = 0`` (whose other terms are resolved by :mod:`stream_nb._mle`'s rule).
+
+        Examples
+        --------
+        >>> stats = CategoricalStatistics()
+        >>> stats.learn([("sky", "sun"), ("id", 1)], "play", 1.0)
+        >>> stats.learn([("sky", "rain"), ("id", 2)], "stay", 1.0)
+        >>> stats.weighted_joint_log_likelihood({"sky": "sun", "id": 2}, 0.0, {"id": 0})
+        {'play': -0.6931471805599453, 'stay': -inf}
+        """
+        if not self.class_weight:
+            return {}
+        finite = log_prior(
+            self.class_weight, self.total_weight, alpha, self.fit_prior, self.class_prior
+        )
+        zeros = None
+        if alpha == 0:
+            finite, zeros = split_terms_one(finite)
+        present = self.present
+        counts = self.counts
+        cap = self.max_values
+        log = _log
+        for feature, value in x.items():
+            values = counts.get(feature)
+            if values is None or value is None:
+                continue
+            weight = weights.get(feature, 1.0)
+            if weight == 0:
+                continue
+            by_class = present[feature]
+            smoothing = len(values) * alpha
+            value_counts = values.get(value, _EMPTY)
+            if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
+                value_counts = values.get(OTHER, _EMPTY)
+            for y in finite:
+                n = value_counts.get(y, 0.0)
+                if zeros is None:
+                    finite[y] += weight * log((n + alpha) / (by_class.get(y, 0.0) + smoothing))
+                elif n > 0:
+                    finite[y] += weight * log(n / by_class[y])
+                else:
+                    zeros[y] += 1
+        return finite if zeros is None else resolve_zero_terms_one(finite, zeros)
+
+    def _mle_joint_log_likelihood(self, x: Mapping[Any, Any]) -> dict[Hashable, float]:
+        """:meth:`joint_log_likelihood` with ``alpha = 0``: maximum-likelihood terms, the
+        zero-probability ones resolved by :mod:`stream_nb._mle`'s rule."""
+        finite, zeros = split_terms_one(
+            log_prior(self.class_weight, self.total_weight, 0.0, self.fit_prior, self.class_prior)
+        )
+        self.add_terms_mle(finite, zeros, x, x)
+        return resolve_zero_terms_one(finite, zeros)
+
+    def add_terms_mle(
+        self,
+        finite: dict[Hashable, float],
+        zeros: dict[Hashable, int],
+        x: Mapping[Any, Any],
+        features: Iterable[Any],
+    ) -> None:
+        """:meth:`add_terms` with ``alpha = 0``, for :mod:`stream_nb._mle`'s rule: a term
+        ``log(N_{y,i,v} / N_{y,i})`` with ``N_{y,i,v} > 0`` is added to ``finite[y]``, a
+        zero count (probability 0) adds one to ``zeros[y]`` instead, for every class of
+        ``finite``, in place.
+
+        Examples
+        --------
+        >>> stats = CategoricalStatistics()
+        >>> stats.learn([("sky", "sun")], "play", 1.0)
+        >>> stats.learn([("sky", "rain")], "stay", 1.0)
+        >>> finite, zeros = {"play": 0.0, "stay": 0.0}, {"play": 0, "stay": 0}
+        >>> stats.add_terms_mle(finite, zeros, {"sky": "sun"}, ["sky"])
+        >>> finite, zeros
+        ({'play': 0.0, 'stay': 0.0}, {'play': 0, 'stay': 1})
+        """
+        present = self.present
+        counts = self.counts
+        cap = self.max_values
+        log = _log
+        for feature in features:
+            value = x[feature]
+            values = counts.get(feature)
+            if values is None or value is None:
+                continue
+            by_class = present[feature]
+            value_counts = values.get(value, _EMPTY)
+            if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
+                value_counts = values.get(OTHER, _EMPTY)
+            for y in finite:
+                n = value_counts.get(y, 0.0)
+                if n > 0:
+                    finite[y] += log(n / by_class[y])
+                else:
+                    zeros[y] += 1
 
     def add_terms(
         self,

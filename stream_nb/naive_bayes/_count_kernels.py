@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from stream_nb._mle import resolve_zero_terms
 from stream_nb.naive_bayes._arrays import exclusive_cumsum, row_sum
 from stream_nb.naive_bayes._text_batch import (
     COUNT_TYPES,
@@ -65,16 +66,19 @@ def multinomial_kernel(
     c0 = batch.c0
     counts = batch.prefix(c0, inc)
     x_known = np.where(known, batch.val, 0.0)
-    # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
-    acc = batch.per_event_classes(x_known[None, :] * np.log1p(counts * (1.0 / alpha)))
-    big_x = batch.per_event(x_known)
     totals = count_totals(batch, xs)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
-    with np.errstate(divide="ignore"):
-        log_den = np.log(t_y + alpha * vocabulary[None, :])
-    term = np.where(big_x > 0, big_x, 0.0)[None, :] * (math.log(alpha) - log_den)
-    jll = log_prior(learner, classes, alpha) + acc + np.where(big_x > 0, term, 0.0)
+    if alpha == 0:
+        jll = _multinomial_mle(batch, counts, x_known, t_y, log_prior(learner, classes, 0.0))
+    else:
+        # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
+        acc = batch.per_event_classes(x_known[None, :] * np.log1p(counts * (1.0 / alpha)))
+        big_x = batch.per_event(x_known)
+        with np.errstate(divide="ignore"):
+            log_den = np.log(t_y + alpha * vocabulary[None, :])
+        term = np.where(big_x > 0, big_x, 0.0)[None, :] * (math.log(alpha) - log_den)
+        jll = log_prior(learner, classes, alpha) + acc + np.where(big_x > 0, term, 0.0)
     result = normalise(jll, classes.labels)
     if result is None:
         return None
@@ -115,6 +119,29 @@ def multinomial_kernel(
         learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
     add_class_weights(learner, ys, ws, totals)
     return result
+
+
+def _multinomial_mle(
+    batch: TokenBatch,
+    counts: np.ndarray,
+    x_known: np.ndarray,
+    t_y: np.ndarray,
+    prior: np.ndarray | float,
+) -> np.ndarray:
+    """MultinomialNB's ``K × B`` scores with ``alpha = 0``: per class and event the finite
+    terms ``Σ x_w (log N_{y,w} − log T_y)`` over the entries with ``N_{y,w} > 0``, the
+    others (a positive count of a token never counted in the class) being zero-probability
+    terms, decided by :mod:`stream_nb._mle`'s rule as per event (``-inf`` for a class so
+    ruled out: :func:`normalise` then hands the batch to the per-event path)."""
+    positive = counts > 0.0
+    x_positive = np.where(positive, x_known[None, :], 0.0)
+    finite = batch.per_event_classes(x_positive * np.log(np.where(positive, counts, 1.0)))
+    x_y = batch.per_event_classes(x_positive)
+    finite -= x_y * np.log(np.where(x_y > 0, t_y, 1.0))
+    zero = (x_known > 0)[None, :] & ~positive
+    zeros = batch.per_event_classes(zero.astype(np.float64))
+    resolved: np.ndarray = resolve_zero_terms((prior + finite).T, zeros.T).T
+    return resolved
 
 
 def complement_kernel(

@@ -27,7 +27,7 @@ from numbers import Real
 from typing import Any, TypeVar
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
-from stream_nb._params import check_alpha, check_cap
+from stream_nb._params import check_alpha, check_cap, check_feature_weights
 from stream_nb._state import (
     check_at_most,
     check_consistent,
@@ -225,6 +225,8 @@ class _TokenLearner(Learner):
     #: A token with value 0 is learned into the vocabulary (Bernoulli: every
     #: feature present is; count learners: only positive counts are).
     _LEARNS_ZEROS = False
+    #: The batch kernel scores ``alpha = 0`` (maximum likelihood) too.
+    _KERNEL_MLE = False
 
     def _raw_class_weights(self) -> Iterable[tuple[Hashable, float]]:
         return self._class_weight.items()
@@ -256,7 +258,7 @@ class _TokenLearner(Learner):
         >>> model.predict_learn_rows(xs[:10], ys[:10]) is None  # too short a batch
         True
         """
-        if not type(self).capabilities.row_kernel:
+        if not self._kernel_applies():
             return None
         out = self._row_kernel(xs, ys, ws)
         if out is not None and self._delta is not None:  # (kernel_records_delta)
@@ -271,7 +273,7 @@ class _TokenLearner(Learner):
     ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
         """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
         batch (:meth:`predict_learn_rows`), else the per-event loop."""
-        if type(self).capabilities.row_kernel:
+        if self._kernel_applies():
             out = self._row_kernel(xs, ys, ws)
             if out is not None:
                 from stream_nb.naive_bayes._arrays import per_event_answers
@@ -279,6 +281,17 @@ class _TokenLearner(Learner):
                 self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
                 return per_event_answers(*out)
         return Learner.predict_learn_many(self, xs, ys, ws)
+
+    def _kernel_applies(self) -> bool:
+        """Whether the batch kernel may take a batch: the class declares one, and
+        ``alpha > 0`` unless the kernel applies the zero-probability rule of
+        :mod:`stream_nb._mle` itself (``_KERNEL_MLE``; otherwise the per-event path
+        does), and no ``feature_weights`` (weighted scores are computed per event)."""
+        return (
+            bool(type(self).capabilities.row_kernel)
+            and (self.alpha > 0 or self._KERNEL_MLE)
+            and self.feature_weights is None
+        )
 
     def _row_kernel(
         self,
@@ -300,10 +313,12 @@ class _TokenLearner(Learner):
         half_life: float | None,
         max_classes: int | None,
         max_features: int | None,
+        feature_weights: Mapping[Hashable, float] | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_vocabulary = check_cap(max_vocabulary, "max_vocabulary")
-        self.alpha = check_alpha(alpha)
+        self.feature_weights = check_feature_weights(feature_weights)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self._class_weight: dict[Hashable, float] = {}  # N_y, in order of first appearance
         self._total_weight = 0.0  # N
         self._index: dict[Hashable, int] = {}  # label -> class index k
@@ -315,7 +330,21 @@ class _TokenLearner(Learner):
         self._batch_counts_valid = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
-        return {"max_vocabulary": self.max_vocabulary, **self._cap_params()}
+        return {
+            "max_vocabulary": self.max_vocabulary,
+            "feature_weights": self.feature_weights,
+            **self._cap_params(),
+        }
+
+    def _weighted(self, x: Mapping[Any, Any]) -> Mapping[Any, Any]:
+        """``x`` (as scored) with each count times its token's weight (``feature_weights``,
+        1 for the others and for the overflow token): the count learners' scores are
+        linear in the counts, so this weights every token's terms."""
+        weights = self.feature_weights
+        if weights is None:
+            return x
+        get = weights.get
+        return {t: c * get(t, 1.0) for t, c in x.items()}
 
     def _class_labels(self) -> dict[Hashable, int]:
         return self._index

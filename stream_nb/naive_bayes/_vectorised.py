@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stream_nb._mle import resolve_zero_terms
 from stream_nb.limits import MAX_VALUE, MIN_VARIANCE
 from stream_nb.naive_bayes._arrays import (
     MIN_BATCH,
@@ -243,7 +244,15 @@ def gaussian_predict_learn_columns(
     else:
         jll -= math.log(n_classes)
     # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α)) (see _categorical_batch)
-    if batch is not None:
+    if batch is not None and category_alpha == 0:  # maximum likelihood: stream_nb._mle's rule
+        found = batch.mle_log_likelihoods(classes)
+        if found is None:
+            return None  # a value past max_values_per_feature, or not a category
+        jll += found[0]
+        jll = resolve_zero_terms(jll.T, found[1].T).T
+        if not np.isfinite(jll).all():
+            return None  # a class of probability 0: the per-event path's records leave it out
+    elif batch is not None:
         terms = batch.log_likelihoods(classes, category_alpha)
         if terms is None:
             return None  # a value past max_values_per_feature, or not a category

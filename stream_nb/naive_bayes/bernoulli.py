@@ -9,6 +9,7 @@ from operator import add, mul, sub, truediv
 from typing import Any
 
 from stream_nb._exceptions import ConfigError
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, binary_on, threshold_on
@@ -76,7 +77,9 @@ class BernoulliNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 (1 is Laplace).
+        Smoothing constant α ≥ 0 (1 is Laplace). 0 is maximum likelihood: zero
+        counts give probability 0, decided by the rule of :mod:`stream_nb._mle`
+        (docs/learners.md, "Maximum likelihood").
     binarize
         Threshold: a value ``> binarize`` is on. ``None`` means values are
         already binary: ``True``/``1`` is on, ``False``/``0`` off, anything
@@ -93,6 +96,12 @@ class BernoulliNB(_TokenLearner):
         :mod:`stream_nb.naive_bayes._text`. Merging can only bound the overflow counts of
         the other model by its class weights (they are exact when at most one
         overflow feature is on per event).
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -139,6 +148,8 @@ class BernoulliNB(_TokenLearner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import bernoulli_entries, state_stats
 
+        if not self.alpha:
+            return []  # maximum likelihood: a token seen in one class only has log-ratio inf
         stats, scale = state_stats(self)
         return bernoulli_entries(stats, self.alpha / scale, self.class_prior, scale, top)
 
@@ -150,6 +161,7 @@ class BernoulliNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -160,6 +172,7 @@ class BernoulliNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.binarize = _check_binarize(binarize)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
@@ -229,8 +242,15 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ aggregates
     def _aggregate(self, k: int, n_y: float, alpha: float) -> float:
-        """``Σ_{w: N_{y,w}>0} log(1 − p_{y,w})`` for class index ``k``, exactly."""
+        """``Σ_{w: N_{y,w}>0} log(1 − p_{y,w})`` for class index ``k``, exactly (with
+        ``alpha = 0`` its finite part: the words on in every class-``y`` event, whose
+        ``1 − p`` is 0, are left out and counted by :meth:`_mle_scores`)."""
         hist = self._hist[k]
+        if alpha == 0:
+            log = _log
+            value = _fsum(m * log((n_y - c) / n_y) for c, m in hist.items() if c < n_y)
+            self._agg[k] = value
+            return value
         # Σ_c m_c · log((N_y − c + α) / (N_y + 2α)), the loop in C (map chain);
         # N_y − c first, then + α, so a tiny α is not lost when c ≈ N_y.
         value = _fsum(
@@ -292,6 +312,11 @@ class BernoulliNB(_TokenLearner):
         if alpha != self._agg_alpha:  # forgetting: every aggregate is stale
             self._agg = [None] * len(self._agg)
             self._agg_alpha = alpha
+        if alpha == 0:
+            finite, zeros = self._mle_scores(on)
+            if self.feature_weights is not None:
+                self._reweight(finite, zeros, on, 0.0)
+            return resolve_zero_terms_one(finite, zeros)
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         n_y = list(class_weight.values())
         # Per on-word w and class with N_{y,w} = c > 0:
@@ -332,4 +357,93 @@ class BernoulliNB(_TokenLearner):
                 + n_on * log(alpha / shifted)
                 + acc[k]
             )
+        if self.feature_weights is not None:
+            self._reweight(out, None, on, alpha)
         return out
+
+    def _reweight(
+        self,
+        scores: dict[Hashable, float],
+        zeros: dict[Hashable, int] | None,
+        on: list[str],
+        alpha: float,
+    ) -> None:
+        """Turn unweighted scores into weighted ones (``feature_weights``): add
+        ``(w − 1)`` times the term of each weighted feature of the vocabulary, on or
+        off, in place; O(weighted features × classes). With ``alpha = 0``
+        (``zeros`` given) a zero-probability term of weight 0 stops counting.
+        """
+        weights = self.feature_weights
+        if not weights:
+            return
+        counts: Mapping[Any, list[float]] = self._counts
+        index = self._index
+        n_y = list(self._class_weight.values())
+        is_on = set(on)
+        log = _log
+        for feature, weight in weights.items():
+            row = counts.get(feature)
+            if row is None or weight == 1.0:
+                continue
+            width = len(row)
+            switched_on = feature in is_on
+            for y in scores:
+                k = index[y]
+                n = n_y[k]
+                c = row[k] if k < width else 0.0
+                if zeros is not None:  # maximum likelihood
+                    p_zero = not c > 0 if switched_on else c >= n
+                    if p_zero:
+                        if weight == 0:
+                            zeros[y] -= 1
+                    elif switched_on:
+                        scores[y] += (weight - 1.0) * log(c / n)
+                    else:
+                        scores[y] += (weight - 1.0) * log((n - c) / n)
+                    continue
+                numerator = c + alpha if switched_on else (n - c) + alpha
+                scores[y] += (weight - 1.0) * log(numerator / (n + 2.0 * alpha))
+
+    def _mle_scores(self, on: list[str]) -> tuple[dict[Hashable, float], dict[Hashable, int]]:
+        """The scores with ``alpha = 0`` (``p_{y,w} = N_{y,w} / N_y``) of the words ``on``,
+        as ``(finite, zeros)`` for :mod:`stream_nb._mle`'s rule.
+
+        Zero-probability terms of :mod:`stream_nb._mle`'s rule: an on word never
+        on in class ``y`` (``p = 0``) and an off word of the vocabulary on in
+        every class-``y`` event (``1 − p = 0``). The off words are those of the
+        cached aggregate (:meth:`_aggregate`), with the histogram's count of
+        words at ``N_{y,w} = N_y``; each on word then trades its off term for
+        its on term. O(features in x × classes + D_y), as with ``alpha > 0``.
+        """
+        finite, zeros = split_terms_one(
+            log_prior(self._class_weight, self._total_weight, 0.0, self.fit_prior, self.class_prior)
+        )
+        n_y = list(self._class_weight.values())
+        index = self._index
+        agg = self._agg
+        hist = self._hist
+        for y in finite:
+            k = index[y]
+            n = n_y[k]
+            if n > 0:
+                a = agg[k]
+                finite[y] += self._aggregate(k, n, 0.0) if a is None else a
+                zeros[y] += sum(m for c, m in hist[k].items() if c >= n)
+        counts = self._counts
+        log = _log
+        for feature in on:
+            row = counts.get(feature)
+            if row is None:
+                continue
+            width = len(row)
+            for y in finite:
+                k = index[y]
+                c = row[k] if k < width else 0.0
+                n = n_y[k]
+                if not c > 0:
+                    zeros[y] += 1  # p = 0 (its off term was log 1 = 0)
+                elif c >= n:
+                    zeros[y] -= 1  # 1 − p was 0; p = 1 adds log 1 = 0
+                else:
+                    finite[y] += log(c / n) - log((n - c) / n)
+        return finite, zeros

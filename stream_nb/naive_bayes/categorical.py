@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior
+from stream_nb._params import (
+    check_alpha,
+    check_bool,
+    check_cap,
+    check_class_prior,
+    check_feature_weights,
+)
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
 from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import MIN_BATCH, per_event_answers
@@ -46,7 +52,9 @@ class CategoricalNB(Learner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 (1 is Laplace).
+        Smoothing constant α ≥ 0 (1 is Laplace). 0 is maximum likelihood: zero
+        counts give probability 0, decided by the rule of :mod:`stream_nb._mle`
+        (docs/learners.md, "Maximum likelihood").
     fit_prior
         Learn class priors; ``False`` gives the uniform prior ``1/K``.
     class_prior
@@ -55,6 +63,12 @@ class CategoricalNB(Learner):
     max_values_per_feature
         Distinct values kept per feature before the "other" bucket
         (``None``: unbounded). Bounds the model for ID-like features.
+    feature_weights
+        ``{feature: w >= 0}``: the score becomes
+        ``log P(y) + Σ_i w_i log P(x_i | y)`` (features left out: ``w = 1``). A
+        weight of 0 removes the feature from prediction while its counts are
+        still learned. Models merge only with equal weights; batches go to the
+        per-event path while weights are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -107,6 +121,8 @@ class CategoricalNB(Learner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import categorical_entries
 
+        if not self.alpha:
+            return []  # maximum likelihood: a value seen in one class only has log-ratio inf
         # the counts as the model holds them (a state would copy them twice)
         stats = self.categorical
         return categorical_entries(
@@ -125,15 +141,17 @@ class CategoricalNB(Learner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_values_per_feature: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
+        self.feature_weights = check_feature_weights(feature_weights)
         self.categorical = CategoricalStatistics(
             self.max_values_per_feature,
             admit=None if self.max_features is None else self._admit_feature,
@@ -147,6 +165,7 @@ class CategoricalNB(Learner):
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
             "max_values_per_feature": self.max_values_per_feature,
+            "feature_weights": self.feature_weights,
             **self._cap_params(),
         }
 
@@ -167,6 +186,11 @@ class CategoricalNB(Learner):
         stats.learn(x.items(), y, w)
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        weights = self.feature_weights
+        if weights is not None:
+            return self.categorical.weighted_joint_log_likelihood(
+                x, self.alpha / self._scale, weights
+            )
         return self.categorical.joint_log_likelihood(x, self.alpha / self._scale)  # α raw
 
     # ------------------------------------------------------------------ batch kernel
@@ -241,6 +265,8 @@ class CategoricalNB(Learner):
             return None
         if self.half_life is not None or self.class_prior is not None:
             return None
+        if self.feature_weights is not None:
+            return None  # (the weighted sum is scored per event)
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None

@@ -6,6 +6,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from stream_nb._mle import resolve_zero_terms_one
 from stream_nb._params import check_bool
 from stream_nb.base import Capabilities
 from stream_nb.naive_bayes._text import _TokenLearner, check_counts
@@ -61,12 +62,20 @@ class ComplementNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0.
+        Smoothing constant α ≥ 0. 0 is maximum likelihood, a token never seen
+        outside a class being evidence for it (docs/learners.md, "Maximum
+        likelihood").
     norm
         Normalise the weights of each class by their sum of absolute values.
     max_vocabulary
         Tokens kept before new ones share the overflow token, whose count is
         the sum of theirs (``None``: unbounded), see :mod:`stream_nb.naive_bayes._text`.
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -117,6 +126,8 @@ class ComplementNB(_TokenLearner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import complement_entries, state_stats
 
+        if not self.alpha:
+            return []  # maximum likelihood: a token seen in one class only has log-ratio inf
         stats, scale = state_stats(self)
         return complement_entries(stats, self.alpha / scale, scale, top)
 
@@ -126,6 +137,7 @@ class ComplementNB(_TokenLearner):
         *,
         norm: bool = False,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -136,9 +148,12 @@ class ComplementNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.norm = check_bool(norm, "norm")
-        self._log_alpha = math.log(self.alpha)
+        self._log_alpha = math.log(self.alpha) if self.alpha else -math.inf
+        # alpha=0, norm=True: per class the finite part of Σ_w |log θ_{y,w}| (None: stale)
+        self._mle_norms: list[float] | None = None
         # Σ_w log(C_{k,w} + α) = H − D[k] (norm=True only), see the class docstring.
         self._sum_log_total = 0.0  # H
         self._sum_d: list[float] = []  # D by class index
@@ -155,8 +170,9 @@ class ComplementNB(_TokenLearner):
         x, total, k = self._start_learning(x, y, w, check_counts)
         self._class_extra["class_tokens"][y] += total * w
         counts = self._counts
-        if not self.norm or self._gamma is not None:
+        if not self.norm or self._gamma is not None or not self.alpha:
             self._sums_alpha = math.nan  # (forgetting) stale until the next prediction
+            self._mle_norms = None
             for token, c in x.items():
                 if c > 0:
                     row = counts.get(token)
@@ -213,7 +229,12 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ aggregates
     def _refresh_sums(self) -> None:
-        """Recompute H and D exactly from the counts for the current α (raw units)."""
+        """Recompute H and D exactly from the counts for the current α (raw units)
+        (with ``alpha = 0`` nothing: the norms are computed when needed, see
+        :meth:`_mle_scores`)."""
+        if not self.alpha:
+            self._mle_norms = None
+            return
         alpha = self.alpha / self._scale
         log = _log
         lw = []
@@ -258,11 +279,13 @@ class ComplementNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
-        x = self._scored_tokens(x)
+        x = self._weighted(self._scored_tokens(x))
         counts = self._counts
         vocabulary = len(counts)
         if vocabulary <= 1:  # every θ is 1
             return dict.fromkeys(class_weight, 0.0)
+        if not self.alpha:
+            return self._mle_scores(x)
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         log = _log
         # Σ_w x_w log θ_{y,w} = Σ_w x_w log(N_w + α) − Σ_w x_w d_{y,w} − X log(T − T_y + αV)
@@ -299,3 +322,74 @@ class ComplementNB(_TokenLearner):
             abs_sum = vocabulary * log_denominator - (h - d)
             out[y] = (acc[k] - base + big_x * log_denominator) / abs_sum
         return out
+
+    # ------------------------------------------------------------------ alpha = 0
+    def _complements(self, row: list[float], n_classes: int) -> list[float]:
+        """``C_{y,w}`` of one token's count row for every class index: the sum of the
+        other classes' counts, added in class order (so a token seen in one class only
+        has complement count exactly 0 in it)."""
+        padded = row + [0.0] * (n_classes - len(row))
+        out = []
+        for k in range(n_classes):
+            total = 0.0
+            for j, n in enumerate(padded):
+                if j != k:
+                    total += n
+            out.append(total)
+        return out
+
+    def _complement_totals(self) -> list[float]:
+        """``Σ_w C_{y,w} = Σ_{y'≠y} T_{y'}`` for every class index, in class order."""
+        tokens = list(self._class_extra["class_tokens"].values())
+        return self._complements(tokens, len(tokens))
+
+    def _norms(self) -> list[float]:
+        """``norm=True`` with ``alpha = 0``: per class ``Σ_{w∈V: C_{y,w}>0} |log θ_{y,w}|``
+        (the zero-probability terms are left out of the norm); O(stored counts) at the
+        first prediction after a change, cached until the next one."""
+        norms = self._mle_norms
+        if norms is not None:
+            return norms
+        n_classes = len(self._class_weight)
+        totals = self._complement_totals()
+        terms: list[list[float]] = [[] for _ in range(n_classes)]
+        log = _log
+        for row in self._counts.values():
+            for k, comp in enumerate(self._complements(row, n_classes)):
+                if comp > 0:
+                    terms[k].append(log(totals[k] / comp))
+        norms = self._mle_norms = [_fsum(t) for t in terms]
+        return norms
+
+    def _mle_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``alpha = 0``: ``θ_{y,w} = C_{y,w} / Σ_w C_{y,w}``.
+
+        A token of ``x`` (positive count) never seen outside class ``y`` has
+        ``θ_{y,w} = 0``: its term ``−x_w log θ_{y,w}`` is ``+inf``, evidence *for*
+        ``y``. :mod:`stream_nb._mle`'s rule applies mirrored (the score is a negated
+        log-likelihood): the classes with the *most* such terms stay possible,
+        their finite terms decide (divided by the finite part of the norm with
+        ``norm=True``), and the others get ``-inf``.
+        """
+        counts = self._counts
+        n_classes = len(self._class_weight)
+        finite = [0.0] * n_classes
+        infinite = [0] * n_classes
+        totals = self._complement_totals()
+        log = _log
+        for token, c in x.items():
+            row = counts.get(token)
+            if row is None or not c > 0:
+                continue
+            for k, comp in enumerate(self._complements(row, n_classes)):
+                if comp > 0:
+                    finite[k] -= c * log(comp / totals[k])
+                else:
+                    infinite[k] += 1
+        if self.norm:
+            finite = [f / n if n else f for f, n in zip(finite, self._norms(), strict=True)]
+        labels = list(self._class_weight)
+        return resolve_zero_terms_one(
+            dict(zip(labels, finite, strict=True)),
+            {y: -n for y, n in zip(labels, infinite, strict=True)},
+        )

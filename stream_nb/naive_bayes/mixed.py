@@ -12,6 +12,7 @@ from stream_nb._exceptions import (
     InvalidEventError,
     ModelStateError,
 )
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior, check_nonneg
 from stream_nb._state import (
     CATEGORY_TYPES,
@@ -81,7 +82,8 @@ class NaiveBayes(_GaussianLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 of the prior and the categorical terms.
+        Smoothing constant α ≥ 0 of the prior and the categorical terms (0: maximum
+        likelihood, see :class:`~stream_nb.CategoricalNB`).
     var_smoothing
         Fraction of the largest numeric feature variance added to every variance.
     schema
@@ -127,6 +129,8 @@ class NaiveBayes(_GaussianLearner):
     capabilities = Capabilities(
         column_kernel=True, kernel_records_delta=True, informative_features=True
     )
+    #: Whether ``alpha=0`` (maximum likelihood, scored by stream_nb._mle's rule) is accepted.
+    _ALPHA_ZERO = True
 
     def feature_names(self) -> list[Hashable]:
         return list(self._kinds)  # every feature met, and the schema's
@@ -136,7 +140,9 @@ class NaiveBayes(_GaussianLearner):
 
         labels, present, counts = self._categorical_stats()
         alpha = self.alpha / self._scale
-        entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
+        entries = []  # (alpha=0: no categorical entry, see CategoricalNB.informative_features)
+        if alpha:
+            entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
         entries += gaussian_entries(self.gaussian.to_state(), self.var_smoothing, self.class_prior)
         return entries
 
@@ -155,7 +161,7 @@ class NaiveBayes(_GaussianLearner):
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=self._ALPHA_ZERO)
         self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
         self.schema = _check_schema(schema)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
@@ -290,6 +296,10 @@ class NaiveBayes(_GaussianLearner):
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         features = plan.categorical
         try:
+            if alpha == 0:  # maximum likelihood: zero counts resolved by stream_nb._mle's rule
+                finite, zeros = split_terms_one(jll)
+                self.categorical.add_terms_mle(finite, zeros, x, features)
+                return resolve_zero_terms_one(finite, zeros)
             self.categorical.add_terms(jll, x, features, alpha)
         except TypeError:
             self.categorical.check_hashable(x, features)  # names an unhashable value

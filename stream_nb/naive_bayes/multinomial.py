@@ -7,6 +7,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from itertools import zip_longest
 from typing import Any
 
+from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_bool, check_class_prior, log_prior
 from stream_nb._stores import rescale
 from stream_nb.base import Capabilities
@@ -44,7 +45,9 @@ class MultinomialNB(_TokenLearner):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0 (1 is Laplace).
+        Smoothing constant α ≥ 0 (1 is Laplace). 0 is maximum likelihood: zero
+        counts give probability 0, decided by the rule of :mod:`stream_nb._mle`
+        (docs/learners.md, "Maximum likelihood").
     fit_prior
         Learn class priors; ``False`` gives the uniform prior ``1/K``.
     class_prior
@@ -55,6 +58,12 @@ class MultinomialNB(_TokenLearner):
         unbounded). The overflow token's count is the sum of theirs,
         ``x_other = Σ x_t``, so its terms are those of one more token and
         ``V ≤ max_vocabulary + 1``; see :mod:`stream_nb.naive_bayes._text`.
+    feature_weights
+        ``{token: w >= 0}``: each token's terms are multiplied by its weight
+        (tokens left out, and the overflow token: 1). A weight of 0 removes the
+        token from prediction while its counts are still learned. Models merge
+        only with equal weights; batches go to the per-event path while weights
+        are set.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -90,6 +99,7 @@ class MultinomialNB(_TokenLearner):
     )
 
     _EXTRA = ("class_tokens",)  # T_y
+    _KERNEL_MLE = True  # (see _count_kernels.multinomial_kernel)
 
     def _row_kernel(
         self,
@@ -107,6 +117,8 @@ class MultinomialNB(_TokenLearner):
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import multinomial_entries, state_stats
 
+        if not self.alpha:
+            return []  # maximum likelihood: a token seen in one class only has log-ratio inf
         stats, scale = state_stats(self)
         return multinomial_entries(stats, self.alpha / scale, self.class_prior, scale, top)
 
@@ -117,6 +129,7 @@ class MultinomialNB(_TokenLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_vocabulary: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -127,16 +140,18 @@ class MultinomialNB(_TokenLearner):
             half_life=half_life,
             max_classes=max_classes,
             max_features=max_features,
+            feature_weights=feature_weights,
         )
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
-        self._inv_alpha = 1.0 / self.alpha
+        self._inv_alpha = 1.0 / self.alpha if self.alpha else 0.0
         # One row per token, interleaved so that learning touches one list:
         #   [1.0, log1p(N_{0,w}/α), N_{0,w}, log1p(N_{1,w}/α), N_{1,w}, ...]
         # The leading 1 counts the token into X at prediction; a row is as long
         # as the highest class index that touched it (missing entries are 0).
         # With forgetting the log slots stay 0 (α changes in raw units).
-        self._cache_logs = half_life is None
+        # With alpha=0 there is nothing to cache (maximum likelihood: see _mle_scores).
+        self._cache_logs = half_life is None and self.alpha > 0
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -192,7 +207,9 @@ class MultinomialNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
-        x = self._scored_tokens(x)
+        x = self._weighted(self._scored_tokens(x))
+        if self.alpha == 0:
+            return self._mle_scores(x)
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         prior = log_prior(class_weight, self._total_weight, alpha, self.fit_prior, self.class_prior)
         # Σ_w x_w log((N_{y,w}+α)/(T_y+αV))
@@ -241,6 +258,31 @@ class MultinomialNB(_TokenLearner):
                 + big_x * (log_alpha - log(class_tokens[y] + smoothing))
             )
         return out
+
+    def _mle_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``alpha = 0``: ``x_w log(N_{y,w} / T_y)`` per token of ``x``
+        (checked, bounded) with a positive count, a zero ``N_{y,w}`` being one
+        zero-probability term of :mod:`stream_nb._mle`'s rule."""
+        finite, zeros = split_terms_one(
+            log_prior(self._class_weight, self._total_weight, 0.0, self.fit_prior, self.class_prior)
+        )
+        get = self._counts.get
+        class_tokens = self._class_extra["class_tokens"]
+        index = self._index
+        log = _log
+        for token, c in x.items():
+            row = get(token)
+            if row is None or not c > 0:
+                continue
+            width = len(row)
+            for y in finite:
+                i = 2 * index[y] + 2
+                n = row[i] if i < width else 0.0
+                if n > 0:
+                    finite[y] += c * log(n / class_tokens[y])
+                else:
+                    zeros[y] += 1
+        return resolve_zero_terms_one(finite, zeros)
 
     # ------------------------------------------------------------------ row layout
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:

@@ -141,6 +141,7 @@ class WeightedNB(NaiveBayes):
     predict_log_proba_one = Learner.predict_log_proba_one
     predict_learn_many = Learner.predict_learn_many
     predict_learn_columns = Learner.predict_learn_columns
+    _ALPHA_ZERO = False  # (its weighted terms have no maximum-likelihood rule: alpha > 0)
 
     def __init__(
         self,

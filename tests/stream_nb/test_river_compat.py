@@ -145,7 +145,8 @@ def test_wrapper_passes_weights_and_log_probabilities() -> None:
     assert (
         repr(wrapper)
         == "RiverClassifier(CategoricalNB(alpha=1.0, fit_prior=True, class_prior=None, "
-        "max_values_per_feature=None, max_classes=None, max_features=None, half_life=None))"
+        "max_values_per_feature=None, feature_weights=None, max_classes=None, max_features=None, "
+        "half_life=None))"
     )
 
 

@@ -462,8 +462,8 @@ def test_corrupt_newest_snapshot_falls_back_to_previous(tmp_path):
         (["--metrics-address", "70000"], "--metrics-address must be [HOST:]PORT"),
         (["--model", "NoSuchNB"], "--model: unknown learner 'NoSuchNB'"),
         (["--params", "[1]"], "--params must be a JSON object"),
-        (["--param", "alpha=-1"], "--params: alpha must be positive"),
-        (["--model", 'CategoricalNB:{"alpha": -1}'], "--model: alpha must be positive"),
+        (["--param", "alpha=-1"], "--params: alpha must be non-negative"),
+        (["--model", 'CategoricalNB:{"alpha": -1}'], "--model: alpha must be non-negative"),
         (["--model", "CategoricalNB:{"], "parameters are not valid JSON"),
         (["--model", "CategoricalNB:[1]"], "parameters must be a JSON object"),
         (

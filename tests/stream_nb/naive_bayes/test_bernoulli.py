@@ -264,7 +264,7 @@ def test_invalid_values_are_rejected_and_leave_the_model_unchanged() -> None:
 
 
 def test_parameters_are_validated() -> None:
-    with pytest.raises(ConfigError, match="alpha must be positive and finite, got -1"):
+    with pytest.raises(ConfigError, match="alpha must be non-negative and finite, got -1"):
         BernoulliNB(alpha=-1)
     with pytest.raises(ConfigError, match="binarize must be a finite number"):
         BernoulliNB(binarize=float("nan"))

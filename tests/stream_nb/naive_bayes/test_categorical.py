@@ -320,12 +320,12 @@ def test_extreme_weights_stay_finite() -> None:
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"alpha": 0}, r"alpha must be positive and finite, got 0.*alpha=1e-10"),
-        ({"alpha": -1.0}, r"alpha must be positive and finite, got -1.0"),
-        ({"alpha": math.inf}, r"alpha must be positive and finite, got inf"),
-        ({"alpha": math.nan}, r"alpha must be positive and finite, got nan"),
-        ({"alpha": "1"}, r"alpha must be a positive number, got '1'"),
-        ({"alpha": True}, r"alpha must be a positive number, got True"),
+        ({"alpha": -1.0}, r"alpha must be non-negative and finite, got -1.0.*alpha=0 \(maximum"),
+        ({"alpha": math.inf}, r"alpha must be non-negative and finite, got inf"),
+        ({"alpha": math.nan}, r"alpha must be non-negative and finite, got nan"),
+        ({"alpha": 1e-101}, r"alpha must be in \[1e-100, 1e\+10\] or exactly 0"),
+        ({"alpha": "1"}, r"alpha must be a non-negative number, got '1'"),
+        ({"alpha": True}, r"alpha must be a non-negative number, got True"),
         ({"fit_prior": "false"}, r"fit_prior must be True or False, got 'false'"),
         ({"fit_prior": 0}, r"fit_prior must be True or False, got 0"),
         ({"class_prior": {}}, r"class_prior must be a non-empty mapping"),
@@ -355,13 +355,15 @@ def test_parameters_and_size() -> None:
         "fit_prior": True,
         "class_prior": {"a": 1.0},
         "max_values_per_feature": None,
+        "feature_weights": None,
         "max_classes": None,
         "max_features": None,
         "half_life": 10,
     }
     assert repr(model) == (
         "CategoricalNB(alpha=0.5, fit_prior=True, class_prior={'a': 1.0}, "
-        "max_values_per_feature=None, max_classes=None, max_features=None, half_life=10)"
+        "max_values_per_feature=None, feature_weights=None, max_classes=None, "
+        "max_features=None, half_life=10)"
     )
     model.learn_one({"f": "x", "g": 1}, "a")
     model.learn_one({"f": "y"}, "b")

@@ -243,7 +243,7 @@ def test_invalid_counts_are_rejected_and_leave_the_model_unchanged() -> None:
 
 
 def test_parameters_are_validated() -> None:
-    with pytest.raises(ConfigError, match="alpha must be positive and finite, got inf"):
+    with pytest.raises(ConfigError, match="alpha must be non-negative and finite, got inf"):
         ComplementNB(alpha=float("inf"))
     with pytest.raises(ConfigError, match="norm must be True or False, got 1"):
         ComplementNB(norm=1)  # type: ignore[arg-type]

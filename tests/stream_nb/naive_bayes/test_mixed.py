@@ -272,7 +272,7 @@ def test_unknown_features_are_ignored_when_predicting() -> None:
     [
         ({"schema": {"a": "number"}}, "must be 'categorical' or 'numeric'"),
         ({"schema": ["a"]}, "schema must be a mapping"),
-        ({"alpha": 0}, "alpha must be positive"),
+        ({"alpha": -1}, "alpha must be non-negative"),
         ({"var_smoothing": -1.0}, "var_smoothing"),
         ({"fit_prior": "yes"}, "fit_prior"),
     ],

@@ -245,8 +245,8 @@ def test_invalid_counts_are_rejected_and_leave_the_model_unchanged(
 
 
 def test_parameters_are_validated() -> None:
-    with pytest.raises(ConfigError, match="alpha must be positive and finite, got 0"):
-        MultinomialNB(alpha=0)
+    with pytest.raises(ConfigError, match="alpha must be non-negative and finite, got -1"):
+        MultinomialNB(alpha=-1)
     with pytest.raises(ConfigError, match="fit_prior must be True or False, got 'no'"):
         MultinomialNB(fit_prior="no")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="class_prior"):
