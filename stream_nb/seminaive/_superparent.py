@@ -62,11 +62,22 @@ class _SuperParent(_SemiNaive):
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
         return None
 
+    def _weighted(self) -> bool:
+        """Hook: whether the SPODEs are mixed with :meth:`_parent_weights` (weighted AODE)
+        rather than uniformly; the log table and the batch kernel are then not used."""
+        return False
+
+    def _parent_weights(self, features: list[Hashable]) -> list[float]:
+        """Hook: the weight of each parent feature's SPODE in the mixture (uniform here)."""
+        return [1.0] * len(features)
+
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         store = self._store
         class_weight = store.class_weight
         if not class_weight:
             return {}
+        if self._weighted():
+            return self._weighted_scores(x)
         block = store.dense
         if block is not None and self._gamma is None:
             idx = known_items(block.codes, x)
@@ -97,6 +108,54 @@ class _SuperParent(_SemiNaive):
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
+
+    def _weighted_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """``log Σ_p W_p exp(SPODE_p(y)) − log Σ_p W_p`` over the qualifying parents, with
+        the weights of :meth:`_parent_weights` (all 0: uniform weights instead)."""
+        store = self._store
+        items = self._encode(x, False)
+        a = self.alpha / self._scale
+        classes = list(store.categorical.class_weight)
+        found = self._each_parent(items, a, classes)
+        if found is None:
+            return self._fallback(items)
+        features, spodes = found
+        weights = np.array(self._parent_weights(features))
+        if not weights.any():
+            weights[:] = 1.0
+        keep = weights > 0.0
+        spodes, weights = spodes[keep], weights[keep]
+        top = spodes.max(axis=0)
+        mixed = np.log(weights @ np.exp(spodes - top)) + top - math.log(weights.sum())
+        scores: list[float] = mixed.tolist()
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:  # features past max_pair_features: the same in every SPODE
+            scores = [v + t for v, t in zip(scores, naive, strict=True)]
+        return dict(zip(classes, scores, strict=True))
+
+    def _each_parent(
+        self, items: list[Item], a: float, classes: list[Hashable]
+    ) -> tuple[list[Hashable], Floats] | None:
+        """The qualifying parents' features and their ``SPODE_p(y)``, shape ``(parents, K)``
+        in class order, from the dense block or the sparse counts; ``None``: no parent."""
+        block = self._store.dense
+        if block is not None:
+            idx, cols = block.children(items)
+            if not len(idx):
+                return None
+            parents = np.flatnonzero(block.vw[idx] >= self._raw_threshold())
+            if not len(parents):
+                return None
+            named = block.items
+            features = [named[a_][0] for a_ in idx[parents].tolist()]
+            return features, block.spode_scores(idx, cols, parents, a)
+        chosen = self._parents(items, None)
+        if not chosen:
+            return None
+        children = self._children(items, a)
+        chunk = self._safe_chunk(a, children)
+        rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
+        return [f for f, _v in chosen], np.array(rows)
 
     def _table_scores(
         self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
@@ -136,7 +195,7 @@ class _SuperParent(_SemiNaive):
         block = store.dense
         if block is None or self._gamma is not None or not store.class_weight:
             return None
-        if self._super_parent() is not None:
+        if self._super_parent() is not None or self._weighted():
             return None
         idx = known_items(block.codes, x)
         if not idx:
@@ -172,12 +231,13 @@ class _SuperParent(_SemiNaive):
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
         (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units) and :meth:`_parent_fixed`."""
+        raw units), :meth:`_parent_fixed` and not :meth:`_weighted`."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
             and self._gamma is None
             and self._parent_fixed()
+            and not self._weighted()
         )
 
     def _kernel_parent(self) -> Hashable | None:

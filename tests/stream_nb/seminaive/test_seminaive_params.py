@@ -37,7 +37,7 @@ SHARED = [
 
 #: Each learner's own parameters, in front of the shared ones.
 OWN: dict[type[Learner], list[tuple[str, Any, Any]]] = {
-    AODE: [("alpha", POSITIONAL, 1.0)],
+    AODE: [("alpha", POSITIONAL, 1.0), ("weighting", KEYWORD, "uniform")],
     SPODE: [("parent", POSITIONAL, None), ("alpha", KEYWORD, 1.0)],
     TAN: [("alpha", POSITIONAL, 1.0), ("rebuild_every", KEYWORD, 1000)],
     KDB: [("k", POSITIONAL, 2), ("alpha", KEYWORD, 1.0), ("rebuild_every", KEYWORD, 1000)],
@@ -75,7 +75,13 @@ def test_the_options_type_names_the_shared_parameters() -> None:
 
 @pytest.mark.parametrize("cls", list(OWN), ids=lambda c: c.__name__)
 def test_every_parameter_reaches_the_model(cls: type[Learner]) -> None:
-    own = {"parent": "c", "alpha": 0.5, "rebuild_every": 10, "k": 3}
+    own = {
+        "parent": "c",
+        "alpha": 0.5,
+        "rebuild_every": 10,
+        "k": 3,
+        "weighting": "mutual_information",
+    }
     params = {name: own[name] for name, _, _ in OWN[cls]} | OTHER_VALUES
     model = cls(**params)
     assert model.get_params() == params
