@@ -194,7 +194,7 @@ class _SemiNaive(Learner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self.min_parent_count = check_nonneg(min_parent_count, "min_parent_count")
         if max_values_per_feature is not None:
             check_int(max_values_per_feature, "max_values_per_feature", 1)

@@ -37,7 +37,8 @@ from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._known import known_items, normalise
-from stream_nb.seminaive._store import Item
+from stream_nb.seminaive._store import OTHER, Item
+from stream_nb.seminaive._zero import ZeroScore, mix
 
 __all__ = ["_SuperParent"]
 
@@ -76,6 +77,8 @@ class _SuperParent(_SemiNaive):
         class_weight = store.class_weight
         if not class_weight:
             return {}
+        if self.alpha == 0.0:
+            return self._zero_alpha_scores(x)
         if self._weighted():
             return self._weighted_scores(x)
         block = store.dense
@@ -132,6 +135,65 @@ class _SuperParent(_SemiNaive):
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
         return dict(zip(classes, scores, strict=True))
+
+    def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``α = 0`` (see :mod:`stream_nb.seminaive._zero`): each qualifying
+        parent's SPODE as a :class:`ZeroScore`, mixed by :func:`mix` (with
+        :meth:`_parent_weights`), the Naive Bayes terms of features without pair counts
+        added, then :mod:`stream_nb._mle`'s rule; no parent: the Naive Bayes scores."""
+        store = self._store
+        categorical = store.categorical
+        items = self._encode(x, False)
+        classes = list(categorical.class_weight)
+        n_classes = len(classes)
+        counts, present = categorical.counts, categorical.present
+        pair_features = store.pair_features
+        parents = self._parents(items, self._super_parent())
+        shared = ZeroScore(n_classes)  # the same in every SPODE
+        children = []
+        for j, vj in items:
+            values = counts.get(j)
+            if values is None:
+                continue
+            if parents and j in pair_features:
+                children.append((j, vj, len(values)))
+            elif parents or vj is not OTHER:  # (the Naive Bayes fallback leaves "other" out)
+                by_value, by_class = values.get(vj, _EMPTY), present[j]
+                shared.add(
+                    [by_value.get(y, 0.0) for y in classes],
+                    [by_class.get(y, 0.0) for y in classes],
+                    len(values),
+                )
+        if not parents:
+            class_weight = categorical.class_weight
+            prior = ZeroScore(n_classes)
+            total = [categorical.total_weight] * n_classes
+            prior.add([class_weight[y] for y in classes], total, n_classes)
+            prior.extend(shared)
+            return prior.resolve(classes)
+        zeros = [0.0] * n_classes
+        feature_weight = store.feature_weight
+        pair_node = store.pair_node
+        spodes = []
+        for i, vi in parents:
+            score = ZeroScore(n_classes)
+            by_value = counts[i].get(vi, _EMPTY)
+            score.add(
+                [by_value.get(y, 0.0) for y in classes],
+                [feature_weight[i]] * n_classes,
+                n_classes * len(counts[i]),
+            )
+            for j, vj, s in children:
+                if j != i:
+                    score.add(*pair_node((i, vi), (j, vj), zeros), s)
+            spodes.append(score)
+        weights = self._parent_weights([i for i, _vi in parents])
+        if not any(weights):
+            weights = [1.0] * len(parents)
+        kept = [(p, w) for p, w in zip(spodes, weights, strict=True) if w > 0.0]
+        mixed = mix([p for p, _w in kept], [w for _p, w in kept])
+        mixed.extend(shared)
+        return mixed.resolve(classes)
 
     def _each_parent(
         self, items: list[Item], a: float, classes: list[Hashable]
@@ -195,7 +257,7 @@ class _SuperParent(_SemiNaive):
         block = store.dense
         if block is None or self._gamma is not None or not store.class_weight:
             return None
-        if self._super_parent() is not None or self._weighted():
+        if self._super_parent() is not None or self._weighted() or self.alpha == 0.0:
             return None
         idx = known_items(block.codes, x)
         if not idx:
@@ -231,13 +293,14 @@ class _SuperParent(_SemiNaive):
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
         (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units), :meth:`_parent_fixed` and not :meth:`_weighted`."""
+        raw units), :meth:`_parent_fixed`, not :meth:`_weighted` and ``α > 0``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
             and self._gamma is None
             and self._parent_fixed()
             and not self._weighted()
+            and self.alpha > 0.0
         )
 
     def _kernel_parent(self) -> Hashable | None:

@@ -46,7 +46,8 @@ class AODE(_SuperParent):
     Parameters
     ----------
     alpha
-        Smoothing constant α > 0.
+        Smoothing constant α ≥ 0; 0 is maximum likelihood (zero counts score ``-inf``,
+        see :mod:`stream_nb.seminaive._zero`; the log table and batch kernel are not used).
     min_parent_count
         Weight ``N(x_i)`` (all classes) a value needs to act as a super-parent.
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.
@@ -105,7 +106,10 @@ class AODE(_SuperParent):
         return self.weighting != "uniform"
 
     def _parent_weights(self, features: list[Hashable]) -> list[float]:
-        """``I(X_i; Y)`` of each feature (see :mod:`stream_nb.seminaive._weights`)."""
+        """``I(X_i; Y)`` of each feature (see :mod:`stream_nb.seminaive._weights`) when
+        weighted, else uniform weights."""
+        if not self._weighted():
+            return super()._parent_weights(features)
         store = self._store
         categorical = store.categorical
         key = (categorical.total_weight, self._scale, self.n_learned)

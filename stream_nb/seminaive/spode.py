@@ -37,7 +37,8 @@ class SPODE(_SuperParent):
         name), recomputed whenever the counts changed: O(values × classes)
         extra per prediction, so name the parent when you know it.
     alpha
-        Smoothing constant α > 0.
+        Smoothing constant α ≥ 0; 0 is maximum likelihood (zero counts score ``-inf``,
+        see :mod:`stream_nb.seminaive._zero`; the log table and batch kernel are not used).
     min_parent_count
         Weight ``N(x_p)`` the parent value needs to be used (decayed weight with ``half_life``).
     max_values_per_feature
