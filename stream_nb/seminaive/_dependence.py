@@ -196,7 +196,8 @@ class _Dependence(_SemiNaive):
             return {}
         if self.alpha == 0.0:
             return self._zero_alpha_scores(x)
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         a = self.alpha / self._scale
         classes = list(class_weight)
         prior = log_prior(class_weight, categorical.total_weight, a, True, None)
@@ -256,7 +257,7 @@ class _Dependence(_SemiNaive):
         if terms_at:
             assert block is not None
             s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
-        return dict(zip(classes, s, strict=True))
+        return self._with_warmup(dict(zip(classes, s, strict=True)), warming)
 
     def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """The scores with ``α = 0``: the same terms, chosen as in
@@ -265,7 +266,8 @@ class _Dependence(_SemiNaive):
         store = self._store
         categorical = store.categorical
         class_weight = categorical.class_weight
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         classes = list(class_weight)
         n_classes = len(classes)
         score = ZeroScore(n_classes)
@@ -303,7 +305,7 @@ class _Dependence(_SemiNaive):
                     [by_class.get(y, 0.0) for y in classes],
                     len(values),
                 )
-        return score.resolve(classes)
+        return self._with_warmup(score.resolve(classes), warming)
 
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:

@@ -94,7 +94,8 @@ class _SuperParent(_SemiNaive):
                 if table is not None:
                     return dict(zip(class_weight, table, strict=True))
         class_weight = store.categorical.class_weight
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         a = self.alpha / self._scale
         classes = list(class_weight)
         parent = self._super_parent()
@@ -106,22 +107,23 @@ class _SuperParent(_SemiNaive):
             parents = self._parents(items, parent)
             scores = self._sparse_scores(parents, items, classes, a) if parents else None
         if scores is None:
-            return self._fallback(items)
+            return self._with_warmup(self._fallback(items), warming)
         naive = self._naive_terms(items, classes, a)
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
-        return dict(zip(classes, scores, strict=True))
+        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
 
     def _weighted_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """``log Σ_p W_p exp(SPODE_p(y)) − log Σ_p W_p`` over the qualifying parents, with
         the weights of :meth:`_parent_weights` (all 0: uniform weights instead)."""
         store = self._store
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         a = self.alpha / self._scale
         classes = list(store.categorical.class_weight)
         found = self._each_parent(items, a, classes)
         if found is None:
-            return self._fallback(items)
+            return self._with_warmup(self._fallback(items), warming)
         features, spodes = found
         weights = np.array(self._parent_weights(features))
         if not weights.any():
@@ -134,7 +136,7 @@ class _SuperParent(_SemiNaive):
         naive = self._naive_terms(items, classes, a)
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
-        return dict(zip(classes, scores, strict=True))
+        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
 
     def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """The scores with ``α = 0`` (see :mod:`stream_nb.seminaive._zero`): each qualifying
@@ -143,7 +145,8 @@ class _SuperParent(_SemiNaive):
         added, then :mod:`stream_nb._mle`'s rule; no parent: the Naive Bayes scores."""
         store = self._store
         categorical = store.categorical
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         classes = list(categorical.class_weight)
         n_classes = len(classes)
         counts, present = categorical.counts, categorical.present
@@ -170,7 +173,7 @@ class _SuperParent(_SemiNaive):
             total = [categorical.total_weight] * n_classes
             prior.add([class_weight[y] for y in classes], total, n_classes)
             prior.extend(shared)
-            return prior.resolve(classes)
+            return self._with_warmup(prior.resolve(classes), warming)
         zeros = [0.0] * n_classes
         feature_weight = store.feature_weight
         pair_node = store.pair_node
@@ -193,7 +196,7 @@ class _SuperParent(_SemiNaive):
         kept = [(p, w) for p, w in zip(spodes, weights, strict=True) if w > 0.0]
         mixed = mix([p for p, _w in kept], [w for _p, w in kept])
         mixed.extend(shared)
-        return mixed.resolve(classes)
+        return self._with_warmup(mixed.resolve(classes), warming)
 
     def _each_parent(
         self, items: list[Item], a: float, classes: list[Hashable]

@@ -53,7 +53,7 @@ class AODE(_SuperParent):
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.
     weighting
         ``"uniform"`` (default, AODE) or ``"mutual_information"`` (weighted AODE).
-    max_values_per_feature, n_bins, warmup, bin_edges, strategy, schema,
+    max_values_per_feature, n_bins, warmup, bin_edges, strategy, warmup_terms, schema,
     max_pair_features, half_life, max_classes, max_features
         As in :class:`SPODE`.
 
