@@ -115,8 +115,25 @@ class _SuperParent(_SemiNaive):
 
     def _weighted_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """``log Σ_p W_p exp(SPODE_p(y)) − log Σ_p W_p`` over the qualifying parents, with
-        the weights of :meth:`_parent_weights` (all 0: uniform weights instead)."""
+        the weights of :meth:`_parent_weights` (all 0: uniform weights instead).
+
+        A known event (see :mod:`~stream_nb.seminaive._known`, no forgetting) takes
+        its SPODEs from the log table, anything else from the counts."""
         store = self._store
+        block = store.dense
+        if block is not None and self._gamma is None:
+            idx = known_items(block.codes, x)
+            if idx:
+                if block.table is None or block.alpha != self.alpha:
+                    block.build_table(self.alpha)
+                ii, sums, den = block.table_scores(idx)
+                keep = block.vw.take(ii) >= self._raw_threshold()
+                if keep.any():  # else no parent: the general path falls back
+                    named = block.items
+                    features = [named[a][0] for a in ii[keep].tolist()]
+                    spodes = sums[keep] - np.log(den[keep])[:, None]
+                    mixed = self._mix_weighted(features, spodes)
+                    return dict(zip(store.class_weight, mixed, strict=True))
         warming: dict[Hashable, float] = {}
         items = self._encode(x, False, warming)
         a = self.alpha / self._scale
@@ -124,7 +141,15 @@ class _SuperParent(_SemiNaive):
         found = self._each_parent(items, a, classes)
         if found is None:
             return self._with_warmup(self._fallback(items), warming)
-        features, spodes = found
+        scores = self._mix_weighted(*found)
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:  # features past max_pair_features: the same in every SPODE
+            scores = [v + t for v, t in zip(scores, naive, strict=True)]
+        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
+
+    def _mix_weighted(self, features: list[Hashable], spodes: Floats) -> list[float]:
+        """``log Σ_p W_p exp(spodes_p) − log Σ_p W_p`` by class, ``W`` the
+        :meth:`_parent_weights` of the parents' ``features`` (all 0: uniform)."""
         weights = np.array(self._parent_weights(features))
         if not weights.any():
             weights[:] = 1.0
@@ -132,11 +157,8 @@ class _SuperParent(_SemiNaive):
         spodes, weights = spodes[keep], weights[keep]
         top = spodes.max(axis=0)
         mixed = np.log(weights @ np.exp(spodes - top)) + top - math.log(weights.sum())
-        scores: list[float] = mixed.tolist()
-        naive = self._naive_terms(items, classes, a)
-        if naive is not None:  # features past max_pair_features: the same in every SPODE
-            scores = [v + t for v, t in zip(scores, naive, strict=True)]
-        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
+        out: list[float] = mixed.tolist()
+        return out
 
     def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """The scores with ``α = 0`` (see :mod:`stream_nb.seminaive._zero`): each qualifying

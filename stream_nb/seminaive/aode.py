@@ -8,7 +8,7 @@ from typing import Any, Unpack
 from stream_nb._exceptions import ConfigError
 from stream_nb.seminaive._base import SemiNaiveOptions, shared_signature
 from stream_nb.seminaive._superparent import _SuperParent
-from stream_nb.seminaive._weights import smoothed_mutual_information
+from stream_nb.seminaive._weights import dense_mutual_information, smoothed_mutual_information
 
 #: The values of ``AODE(weighting=...)``.
 WEIGHTINGS = ("uniform", "mutual_information")
@@ -37,8 +37,8 @@ class AODE(_SuperParent):
     ``P̂(y, x_i)`` and its marginals (see :mod:`stream_nb.seminaive._weights`),
     recomputed from the current counts at each prediction. Parents qualify as
     above; when every qualifying parent's weight is 0 (one class learned so far,
-    say) they are mixed uniformly. Predictions then take the per-event path (no
-    log table, no batch kernel).
+    say) they are mixed uniformly. Predictions then take the per-event path
+    (no batch kernel).
 
     Cost per event with ``d`` features present and ``K`` classes: learning
     ``O(d²)`` dictionary updates, prediction ``O(d² K)`` logarithms.
@@ -111,13 +111,19 @@ class AODE(_SuperParent):
         if not self._weighted():
             return super()._parent_weights(features)
         store = self._store
-        categorical = store.categorical
-        key = (categorical.total_weight, self._scale, self.n_learned)
+        key = (store.total_weight, self._scale, self.n_learned)
         if self._mi is None or self._mi[0] != key:
             self._mi = (key, {})
         cache = self._mi[1]
-        classes = list(categorical.class_weight)
         a = self.alpha / self._scale
+        block = store.dense
+        if block is not None and block.n_classes == len(store.class_weight):
+            if not cache:  # every pair feature at once, from the dense block
+                mi = dense_mutual_information(block, a).tolist()
+                cache.update(zip(block.feat, mi, strict=True))
+            return [cache[f] for f in features]
+        categorical = store.categorical
+        classes = list(categorical.class_weight)
         out = []
         for f in features:
             mi = cache.get(f)

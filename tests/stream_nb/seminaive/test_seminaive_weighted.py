@@ -19,6 +19,7 @@ import pytest
 
 from stream_nb import AODE, ConfigError, IncompatibleModelError, Learner
 from stream_nb.datasets import mixed_stream
+from stream_nb.seminaive._weights import dense_mutual_information, smoothed_mutual_information
 
 Event = tuple[dict[str, Any], Hashable, float]
 TOLERANCE = 1e-12
@@ -235,3 +236,22 @@ def test_state_round_trip_and_merge_keep_the_option() -> None:
 def test_weighting_is_checked() -> None:
     with pytest.raises(ConfigError, match="weighting must be 'uniform' or 'mutual_information'"):
         AODE(weighting="mi")
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.3, 0.0])
+def test_dense_weights_equal_the_counts_weights(alpha: float) -> None:
+    model = AODE(alpha=alpha)
+    for x, y, w in make_stream(seed=12, n=150):
+        model.learn_one(x, y, w)
+    store = model._store
+    block = store.dense
+    assert block is not None
+    dense = dense_mutual_information(block, alpha)
+    categorical = store.categorical
+    classes = list(categorical.class_weight)
+    for f, c in block.feat.items():
+        want = smoothed_mutual_information(
+            categorical.counts[f], classes, store.feature_weight[f], alpha
+        )
+        assert abs(dense[c] - want) <= 1e-12 * max(1.0, want), f
+    assert dense.max() > 0.01
