@@ -23,6 +23,7 @@ FACTORIES: dict[str, Callable[[], Learner]] = {
     "AODE-alpha0": lambda: AODE(alpha=0),
     "TAN-alpha0": lambda: TAN(alpha=0, rebuild_every=100),
     "AODE-gaussian-warm-up": lambda: AODE(warmup=300),
+    "TAN-gaussian-warm-up": lambda: TAN(warmup=300, rebuild_every=100),
 }
 
 
