@@ -56,17 +56,18 @@ class Reference:
                 if v not in self.values[f]:
                     self.values[f].append(v)
 
-    def total(self, pred: Callable[[dict[str, Any], Hashable], bool]) -> float:
-        return sum(w for e, y, w in self.ev if pred(e, y))
+    def total(self, pred: Callable[[dict[str, Any], Hashable], bool], since: int = 0) -> float:
+        """Weight of the events from index ``since`` on that satisfy ``pred``."""
+        return sum(w for e, y, w in self.ev[since:] if pred(e, y))
 
-    def cond(self, j: str, vj: Any, y: Hashable, given: Mapping[str, Any]) -> Term:
-        """``P̂(x_j | y, given)``."""
+    def cond(self, j: str, vj: Any, y: Hashable, given: Mapping[str, Any], since: int = 0) -> Term:
+        """``P̂(x_j | y, given)`` (counts from event ``since`` on; ``S_j`` from all)."""
 
         def match(e: dict[str, Any], yy: Hashable) -> bool:
             return yy == y and all(e.get(f) == v for f, v in given.items())
 
-        num = self.total(lambda e, yy: match(e, yy) and e.get(j) == vj)
-        den = self.total(lambda e, yy: match(e, yy) and j in e)
+        num = self.total(lambda e, yy: match(e, yy) and e.get(j) == vj, since)
+        den = self.total(lambda e, yy: match(e, yy) and j in e, since)
         return ratio(num, den, self.alpha, len(self.values[j]))
 
     def joint(self, i: str, vi: Any, y: Hashable) -> Term:
@@ -138,16 +139,37 @@ class Reference:
         return self.normalise(scores)
 
     def tree(
-        self, x: Mapping[str, Any], parents: Mapping[str, tuple[str, ...]], m: float
+        self,
+        x: Mapping[str, Any],
+        parents: Mapping[str, tuple[str, ...]],
+        m: float,
+        families: Mapping[str, int] | None = None,
     ) -> dict[Hashable, float]:
-        """TAN / KDB(k=1) scores for the given structure, normalised."""
+        """TAN / KDB scores for the given structure, normalised. ``families[j]``: the
+        index of the first event in feature ``j``'s family counts (KDB, two or more
+        parents); its family term is used when every parent is present and that
+        configuration has weight at least ``m`` in them."""
         if not self.ev:
             return {}
         xp = self.known(x)
+        present = {f: v for f, v in x.items() if v is not None}
         scores = {}
         for y in self.classes:
             out = self.prior(y)
             for j, vj in xp.items():
+                pa = parents.get(j, ())
+                if families is not None and len(pa) >= 2 and all(p in present for p in pa):
+                    config = {p: present[p] for p in pa}
+                    since = families[j]
+                    support = self.total(
+                        lambda e, _y, c=config, j=j: (
+                            j in e and all(e.get(p) == v for p, v in c.items())
+                        ),
+                        since,
+                    )
+                    if support > 0 and support >= m * (1 - 1e-12):
+                        out = add(out, self.cond(j, vj, y, config, since))
+                        continue
                 usable = [
                     p
                     for p in parents.get(j, ())

@@ -132,6 +132,31 @@ def test_tree_alpha_zero_matches_brute_force(name: str, sparse: bool) -> None:
     assert any(model.parents.values())  # a structure was used
 
 
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_kdb_families_alpha_zero_match_brute_force(alpha: float) -> None:
+    model = KDB(2, alpha=alpha, rebuild_every=16)
+    rng = random.Random(3)
+    seen: list[Event] = []
+    starts: dict[str, int] = {}  # first event in each feature's family counts
+    tracked: dict[str, tuple[str, ...]] = {}
+    used = 0
+    with strict():
+        for t, (x, y, w) in enumerate(make_stream(seed=9, n=200, dependent=True)):
+            ref = Reference(seen, alpha)
+            for probe in probes(x, rng):
+                parents = {str(f): tuple(map(str, pa)) for f, pa in model.parents.items()}
+                want = ref.tree(probe, parents, 1.0, starts)
+                assert_close(model.predict_log_proba_one(probe), want, f"step {t} x={probe}")
+            model.learn_one(x, y, w)
+            seen.append((x, y, w))
+            for f, pa in model.parents.items():
+                if tracked.get(str(f)) != pa:
+                    tracked[str(f)] = tuple(map(str, pa))
+                    starts[str(f)] = len(seen)
+            used += any(len(pa) >= 2 for pa in model.parents.values())
+    assert used > 100  # families were in use for most of the stream
+
+
 def test_reference_agrees_with_smoothed_learners_too() -> None:
     """The reference itself, at α > 0, is the learners' documented formula."""
     model = AODE(alpha=0.5)
