@@ -7,7 +7,9 @@ Every event goes through one encoding step before it touches a count:
    ``schema`` marks ``"numeric"``) become bin indices through the
    :class:`~stream_nb.seminaive.discretise.Discretiser`. During a feature's
    warm-up its values are buffered with their event and replayed when the
-   cut points freeze (:meth:`_SemiNaive._replay`).
+   cut points freeze (:meth:`_SemiNaive._replay`); until then a value being
+   scored adds a per-class Gaussian term (:mod:`stream_nb.seminaive._warmup`,
+   :meth:`_SemiNaive._with_warmup`).
 3. Values of a feature that already holds ``max_values_per_feature`` distinct
    values, and is asked to learn or score a new one, become the "other" bucket
    :data:`~stream_nb.seminaive._store.OTHER`.

@@ -11,6 +11,11 @@ whose value has ``N(x_p) ≥ min_parent_count``; with none, the model falls back
 to the Naive Bayes of the single counts. Features past ``max_pair_features``
 add their Naive Bayes term to every SPODE.
 
+Weighted AODE mixes the SPODEs with the weights of
+:meth:`_SuperParent._parent_weights` (:mod:`stream_nb.seminaive._weights`); with
+``alpha = 0`` the scores are :mod:`stream_nb.seminaive._zero`'s (one event at
+a time, no log table or batch kernel).
+
 Three paths compute these same formulas:
 
 * **known events** (every value ``None`` or a string the dense block holds,
