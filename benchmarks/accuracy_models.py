@@ -393,6 +393,7 @@ CONFIGS: list[Config] = [
     snb(ComplementNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),
     snb(SPODE, tables=(DEFAULT, HALF_LIFE)),
     snb(AODE, tables=(DEFAULT, BIN_EDGES, HALF_LIFE)),
+    snb(AODE, weighting="mutual_information"),
     snb(AODE, bin_edges=WARMUP_EDGES, applies=has_numeric, tables=(BIN_EDGES,)),
     snb(AODE, bin_edges=WHOLE_STREAM_EDGES, applies=has_numeric, tables=(BIN_EDGES,)),
     snb(TAN, tables=(DEFAULT, HALF_LIFE)),

@@ -7,7 +7,9 @@ Every event goes through one encoding step before it touches a count:
    ``schema`` marks ``"numeric"``) become bin indices through the
    :class:`~stream_nb.seminaive.discretise.Discretiser`. During a feature's
    warm-up its values are buffered with their event and replayed when the
-   cut points freeze (:meth:`_SemiNaive._replay`).
+   cut points freeze (:meth:`_SemiNaive._replay`); until then a value being
+   scored adds a per-class Gaussian term (:mod:`stream_nb.seminaive._warmup`,
+   :meth:`_SemiNaive._with_warmup`).
 3. Values of a feature that already holds ``max_values_per_feature`` distinct
    values, and is asked to learn or score a new one, become the "other" bucket
    :data:`~stream_nb.seminaive._store.OTHER`.
@@ -50,6 +52,7 @@ from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive._known import rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._store import OTHER, Item, PairStore
+from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms
 from stream_nb.seminaive.discretise import (
     Discretiser,
     check_bin_edges,
@@ -134,6 +137,7 @@ class SemiNaiveOptions(TypedDict, total=False):
     warmup: int
     bin_edges: Mapping[Hashable, Sequence[float]] | None
     strategy: str
+    warmup_terms: str
     schema: Mapping[Hashable, str] | None
     max_pair_features: int | None
     half_life: float | None
@@ -187,6 +191,7 @@ class _SemiNaive(Learner):
         warmup: int = 100,
         bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
         strategy: str = "frequency",
+        warmup_terms: str = "gaussian",
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
         half_life: float | None = None,
@@ -194,7 +199,7 @@ class _SemiNaive(Learner):
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_alpha(alpha, allow_zero=True)
         self.min_parent_count = check_nonneg(min_parent_count, "min_parent_count")
         if max_values_per_feature is not None:
             check_int(max_values_per_feature, "max_values_per_feature", 1)
@@ -206,6 +211,9 @@ class _SemiNaive(Learner):
         self.warmup = check_int(warmup, "warmup", 1)
         self.bin_edges = check_bin_edges(bin_edges)
         self.strategy = check_strategy(strategy)
+        if warmup_terms not in WARMUP_TERMS:
+            raise ConfigError(f"warmup_terms must be 'gaussian' or 'none', got {warmup_terms!r}")
+        self.warmup_terms = warmup_terms
         self.schema = check_schema(schema)
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
         # pair counts in a dense numpy block while it is small (see ``_dense``)
@@ -225,6 +233,7 @@ class _SemiNaive(Learner):
             "warmup": self.warmup,
             "bin_edges": self.bin_edges,
             "strategy": self.strategy,
+            "warmup_terms": self.warmup_terms,
             "schema": self.schema,
             **self._cap_params(),
         }
@@ -329,9 +338,10 @@ class _SemiNaive(Learner):
     ) -> list[Item]:
         """The event's present ``(feature, value)`` items after discretisation and the cap.
 
-        When learning, numeric values still in their feature's warm-up are left
-        out of the items and put in ``pending``; ``weight`` is the event's weight
-        for the discretiser's warm-up sample.
+        Numeric values still in their feature's warm-up are left out of the
+        items and put in ``pending`` (when given: the values to buffer when
+        learning, the values of the Gaussian warm-up terms when predicting);
+        ``weight`` is the event's weight for the discretiser's warm-up sample.
         """
         schema = self.schema
         disc = self._disc
@@ -453,6 +463,19 @@ class _SemiNaive(Learner):
         "other" bucket is left out.
         """
         return self._store.categorical.joint_log_likelihood(dict(items), self.alpha / self._scale)
+
+    def _with_warmup(
+        self, jll: dict[Hashable, float], warming: Mapping[Hashable, float]
+    ) -> dict[Hashable, float]:
+        """``jll`` plus the Gaussian terms of the event's ``warming`` values (features in
+        their warm-up, see :mod:`stream_nb.seminaive._warmup`), with
+        ``warmup_terms="gaussian"``."""
+        if not warming or self.warmup_terms != "gaussian" or not self._pending:
+            return jll
+        terms = gaussian_terms(self._pending, warming, list(jll), self._scale)
+        if terms is None:
+            return jll
+        return {y: v + t for (y, v), t in zip(jll.items(), terms, strict=True)}
 
     def _raw_threshold(self) -> float:
         """``min_parent_count`` in raw units, less a rounding tolerance."""

@@ -40,6 +40,7 @@ from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
 from stream_nb.seminaive._segment import learn_run, run_scores
 from stream_nb.seminaive._store import Item
+from stream_nb.seminaive._zero import ZeroScore
 
 __all__ = ["SIGNIFICANCE_Z", "_Dependence"]
 
@@ -83,6 +84,10 @@ class _Dependence(_SemiNaive):
     scored from the block's log table and learned in turn, and a rebuild that
     falls inside the batch happens after the event that triggers it, exactly
     as one event at a time.
+
+    With ``alpha=0`` (maximum likelihood) the same terms are scored as in
+    :mod:`stream_nb.seminaive._zero` (zero counts ``-inf``, decided by
+    :mod:`stream_nb._mle`'s rule), one event at a time (no batch kernel).
     """
 
     capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
@@ -189,7 +194,10 @@ class _Dependence(_SemiNaive):
         class_weight = categorical.class_weight
         if not class_weight:
             return {}
-        items = self._encode(x, False)
+        if self.alpha == 0.0:
+            return self._zero_alpha_scores(x)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         a = self.alpha / self._scale
         classes = list(class_weight)
         prior = log_prior(class_weight, categorical.total_weight, a, True, None)
@@ -249,16 +257,66 @@ class _Dependence(_SemiNaive):
         if terms_at:
             assert block is not None
             s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
-        return dict(zip(classes, s, strict=True))
+        return self._with_warmup(dict(zip(classes, s, strict=True)), warming)
+
+    def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``α = 0``: the same terms, chosen as in
+        :meth:`_joint_log_likelihood`, as a :class:`ZeroScore`
+        (:mod:`stream_nb.seminaive._zero`), then :mod:`stream_nb._mle`'s rule."""
+        store = self._store
+        categorical = store.categorical
+        class_weight = categorical.class_weight
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
+        classes = list(class_weight)
+        n_classes = len(classes)
+        score = ZeroScore(n_classes)
+        total = [categorical.total_weight] * n_classes
+        score.add([class_weight[y] for y in classes], total, n_classes)
+        counts, present = categorical.counts, categorical.present
+        value_weight = store.value_weight
+        threshold = self._raw_threshold()
+        xd = dict(items)
+        zeros = [0.0] * n_classes
+        for j, vj in items:
+            values = counts.get(j)
+            if values is None:
+                continue
+            pa = self._parents.get(j, ())
+            node = None
+            if len(pa) >= 2:
+                key = tuple([xd.get(p, _ABSENT) for p in pa])
+                if _ABSENT not in key:
+                    node = self._families[j].get(key)
+                    if node is not None and sum(node[0]) < threshold:
+                        node = None
+            if node is not None:  # the family counts
+                score.add(node[1].get(vj, zeros), node[0], len(values))
+                continue
+            for p in pa:
+                vp = xd.get(p, _ABSENT)
+                if vp is not _ABSENT and value_weight[p].get(vp, 0.0) >= threshold:
+                    score.add(*store.pair_node((p, vp), (j, vj), zeros), len(values))
+                    break
+            else:  # the Naive Bayes term
+                by_value, by_class = values.get(vj, _EMPTY), present[j]
+                score.add(
+                    [by_value.get(y, 0.0) for y in classes],
+                    [by_class.get(y, 0.0) for y in classes],
+                    len(values),
+                )
+        return self._with_warmup(score.resolve(classes), warming)
 
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
-        (``capabilities.column_kernel``), there is a dense block and no forgetting."""
+        (``capabilities.column_kernel``), there is a dense block, no forgetting and
+        ``α > 0``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
             and self._gamma is None
+            and self.alpha > 0.0
         )
 
     def _plan(self) -> Plan:

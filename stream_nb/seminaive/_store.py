@@ -182,6 +182,11 @@ class PairStore:
         """``N(y)`` by class, in learning order (always current: never deferred)."""
         return self._categorical.class_weight
 
+    @property
+    def total_weight(self) -> float:
+        """``N`` (always current: never deferred)."""
+        return self._categorical.total_weight
+
     def _flush(self) -> None:
         """Copy the single counts of the events :meth:`learn_known` deferred from the block.
 

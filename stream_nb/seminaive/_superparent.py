@@ -11,6 +11,11 @@ whose value has ``N(x_p) ≥ min_parent_count``; with none, the model falls back
 to the Naive Bayes of the single counts. Features past ``max_pair_features``
 add their Naive Bayes term to every SPODE.
 
+Weighted AODE mixes the SPODEs with the weights of
+:meth:`_SuperParent._parent_weights` (:mod:`stream_nb.seminaive._weights`); with
+``alpha = 0`` the scores are :mod:`stream_nb.seminaive._zero`'s (one event at
+a time, no log table or batch kernel).
+
 Three paths compute these same formulas:
 
 * **known events** (every value ``None`` or a string the dense block holds,
@@ -37,7 +42,8 @@ from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._known import known_items, normalise
-from stream_nb.seminaive._store import Item
+from stream_nb.seminaive._store import OTHER, Item
+from stream_nb.seminaive._zero import ZeroScore, mix
 
 __all__ = ["_SuperParent"]
 
@@ -62,11 +68,24 @@ class _SuperParent(_SemiNaive):
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
         return None
 
+    def _weighted(self) -> bool:
+        """Hook: whether the SPODEs are mixed with :meth:`_parent_weights` (weighted AODE)
+        rather than uniformly; the log table and the batch kernel are then not used."""
+        return False
+
+    def _parent_weights(self, features: list[Hashable]) -> list[float]:
+        """Hook: the weight of each parent feature's SPODE in the mixture (uniform here)."""
+        return [1.0] * len(features)
+
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         store = self._store
         class_weight = store.class_weight
         if not class_weight:
             return {}
+        if self.alpha == 0.0:
+            return self._zero_alpha_scores(x)
+        if self._weighted():
+            return self._weighted_scores(x)
         block = store.dense
         if block is not None and self._gamma is None:
             idx = known_items(block.codes, x)
@@ -80,7 +99,8 @@ class _SuperParent(_SemiNaive):
                 if table is not None:
                     return dict(zip(class_weight, table, strict=True))
         class_weight = store.categorical.class_weight
-        items = self._encode(x, False)
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
         a = self.alpha / self._scale
         classes = list(class_weight)
         parent = self._super_parent()
@@ -92,11 +112,142 @@ class _SuperParent(_SemiNaive):
             parents = self._parents(items, parent)
             scores = self._sparse_scores(parents, items, classes, a) if parents else None
         if scores is None:
-            return self._fallback(items)
+            return self._with_warmup(self._fallback(items), warming)
         naive = self._naive_terms(items, classes, a)
         if naive is not None:  # features past max_pair_features: the same in every SPODE
             scores = [v + t for v, t in zip(scores, naive, strict=True)]
-        return dict(zip(classes, scores, strict=True))
+        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
+
+    def _weighted_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """``log Σ_p W_p exp(SPODE_p(y)) − log Σ_p W_p`` over the qualifying parents, with
+        the weights of :meth:`_parent_weights` (all 0: uniform weights instead).
+
+        A known event (see :mod:`~stream_nb.seminaive._known`, no forgetting) takes
+        its SPODEs from the log table, anything else from the counts."""
+        store = self._store
+        block = store.dense
+        if block is not None and self._gamma is None:
+            idx = known_items(block.codes, x)
+            if idx:
+                if block.table is None or block.alpha != self.alpha:
+                    block.build_table(self.alpha)
+                ii, sums, den = block.table_scores(idx)
+                keep = block.vw.take(ii) >= self._raw_threshold()
+                if keep.any():  # else no parent: the general path falls back
+                    named = block.items
+                    features = [named[a][0] for a in ii[keep].tolist()]
+                    spodes = sums[keep] - np.log(den[keep])[:, None]
+                    mixed = self._mix_weighted(features, spodes)
+                    return dict(zip(store.class_weight, mixed, strict=True))
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
+        a = self.alpha / self._scale
+        classes = list(store.categorical.class_weight)
+        found = self._each_parent(items, a, classes)
+        if found is None:
+            return self._with_warmup(self._fallback(items), warming)
+        scores = self._mix_weighted(*found)
+        naive = self._naive_terms(items, classes, a)
+        if naive is not None:  # features past max_pair_features: the same in every SPODE
+            scores = [v + t for v, t in zip(scores, naive, strict=True)]
+        return self._with_warmup(dict(zip(classes, scores, strict=True)), warming)
+
+    def _mix_weighted(self, features: list[Hashable], spodes: Floats) -> list[float]:
+        """``log Σ_p W_p exp(spodes_p) − log Σ_p W_p`` by class, ``W`` the
+        :meth:`_parent_weights` of the parents' ``features`` (all 0: uniform)."""
+        weights = np.array(self._parent_weights(features))
+        if not weights.any():
+            weights[:] = 1.0
+        keep = weights > 0.0
+        spodes, weights = spodes[keep], weights[keep]
+        top = spodes.max(axis=0)
+        mixed = np.log(weights @ np.exp(spodes - top)) + top - math.log(weights.sum())
+        out: list[float] = mixed.tolist()
+        return out
+
+    def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
+        """The scores with ``α = 0`` (see :mod:`stream_nb.seminaive._zero`): each qualifying
+        parent's SPODE as a :class:`ZeroScore`, mixed by :func:`mix` (with
+        :meth:`_parent_weights`), the Naive Bayes terms of features without pair counts
+        added, then :mod:`stream_nb._mle`'s rule; no parent: the Naive Bayes scores."""
+        store = self._store
+        categorical = store.categorical
+        warming: dict[Hashable, float] = {}
+        items = self._encode(x, False, warming)
+        classes = list(categorical.class_weight)
+        n_classes = len(classes)
+        counts, present = categorical.counts, categorical.present
+        pair_features = store.pair_features
+        parents = self._parents(items, self._super_parent())
+        shared = ZeroScore(n_classes)  # the same in every SPODE
+        children = []
+        for j, vj in items:
+            values = counts.get(j)
+            if values is None:
+                continue
+            if parents and j in pair_features:
+                children.append((j, vj, len(values)))
+            elif parents or vj is not OTHER:  # (the Naive Bayes fallback leaves "other" out)
+                by_value, by_class = values.get(vj, _EMPTY), present[j]
+                shared.add(
+                    [by_value.get(y, 0.0) for y in classes],
+                    [by_class.get(y, 0.0) for y in classes],
+                    len(values),
+                )
+        if not parents:
+            class_weight = categorical.class_weight
+            prior = ZeroScore(n_classes)
+            total = [categorical.total_weight] * n_classes
+            prior.add([class_weight[y] for y in classes], total, n_classes)
+            prior.extend(shared)
+            return self._with_warmup(prior.resolve(classes), warming)
+        zeros = [0.0] * n_classes
+        feature_weight = store.feature_weight
+        pair_node = store.pair_node
+        spodes = []
+        for i, vi in parents:
+            score = ZeroScore(n_classes)
+            by_value = counts[i].get(vi, _EMPTY)
+            score.add(
+                [by_value.get(y, 0.0) for y in classes],
+                [feature_weight[i]] * n_classes,
+                n_classes * len(counts[i]),
+            )
+            for j, vj, s in children:
+                if j != i:
+                    score.add(*pair_node((i, vi), (j, vj), zeros), s)
+            spodes.append(score)
+        weights = self._parent_weights([i for i, _vi in parents])
+        if not any(weights):
+            weights = [1.0] * len(parents)
+        kept = [(p, w) for p, w in zip(spodes, weights, strict=True) if w > 0.0]
+        mixed = mix([p for p, _w in kept], [w for _p, w in kept])
+        mixed.extend(shared)
+        return self._with_warmup(mixed.resolve(classes), warming)
+
+    def _each_parent(
+        self, items: list[Item], a: float, classes: list[Hashable]
+    ) -> tuple[list[Hashable], Floats] | None:
+        """The qualifying parents' features and their ``SPODE_p(y)``, shape ``(parents, K)``
+        in class order, from the dense block or the sparse counts; ``None``: no parent."""
+        block = self._store.dense
+        if block is not None:
+            idx, cols = block.children(items)
+            if not len(idx):
+                return None
+            parents = np.flatnonzero(block.vw[idx] >= self._raw_threshold())
+            if not len(parents):
+                return None
+            named = block.items
+            features = [named[a_][0] for a_ in idx[parents].tolist()]
+            return features, block.spode_scores(idx, cols, parents, a)
+        chosen = self._parents(items, None)
+        if not chosen:
+            return None
+        children = self._children(items, a)
+        chunk = self._safe_chunk(a, children)
+        rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
+        return [f for f, _v in chosen], np.array(rows)
 
     def _table_scores(
         self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
@@ -136,7 +287,7 @@ class _SuperParent(_SemiNaive):
         block = store.dense
         if block is None or self._gamma is not None or not store.class_weight:
             return None
-        if self._super_parent() is not None:
+        if self._super_parent() is not None or self._weighted() or self.alpha == 0.0:
             return None
         idx = known_items(block.codes, x)
         if not idx:
@@ -172,12 +323,14 @@ class _SuperParent(_SemiNaive):
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
         (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units) and :meth:`_parent_fixed`."""
+        raw units), :meth:`_parent_fixed`, not :meth:`_weighted` and ``α > 0``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
             and self._gamma is None
             and self._parent_fixed()
+            and not self._weighted()
+            and self.alpha > 0.0
         )
 
     def _kernel_parent(self) -> Hashable | None:

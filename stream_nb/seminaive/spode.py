@@ -37,7 +37,8 @@ class SPODE(_SuperParent):
         name), recomputed whenever the counts changed: O(values × classes)
         extra per prediction, so name the parent when you know it.
     alpha
-        Smoothing constant α > 0.
+        Smoothing constant α ≥ 0; 0 is maximum likelihood (zero counts score ``-inf``,
+        see :mod:`stream_nb.seminaive._zero`; the log table and batch kernel are not used).
     min_parent_count
         Weight ``N(x_p)`` the parent value needs to be used (decayed weight with ``half_life``).
     max_values_per_feature
@@ -48,6 +49,11 @@ class SPODE(_SuperParent):
         equal-frequency) or ``"width"`` (equal-width over the warm-up sample's
         range; later values outside it go to the edge bins), see
         :mod:`stream_nb.seminaive.discretise`.
+    warmup_terms
+        ``"gaussian"`` (default): while a numeric feature warms up, its value adds
+        a per-class Gaussian log-density (from the events seen so far) to every
+        class score, see :mod:`stream_nb.seminaive._warmup`; ``"none"``: it is
+        left out until its cut points freeze. Nothing changes once they have.
     schema
         Optional ``feature -> "categorical" | "numeric"``; by default
         ``int``/``float`` values are numeric and everything else categorical.

@@ -36,7 +36,7 @@ class TAN(_Dependence):
     Parameters
     ----------
     alpha, min_parent_count, max_values_per_feature, n_bins, warmup, bin_edges, strategy,
-    schema, max_pair_features
+    warmup_terms, schema, max_pair_features
         As in :class:`~stream_nb.SPODE`.
     rebuild_every
         Events between structure rebuilds once the schedule has settled.

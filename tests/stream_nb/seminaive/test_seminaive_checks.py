@@ -46,3 +46,22 @@ def test_generic_checks_on_mixed_events(name: str, half_life: float | None) -> N
         exempt.update(wide_events=_WIDE_ONCE)
     ran = check_learner(lambda: FACTORIES[name](half_life=half_life), events, exempt=exempt)
     assert set(ran) == set(CHECKS) - set(exempt)
+
+
+OPTIONS: dict[str, Callable[[], Learner]] = {
+    "AODE-weighted": lambda: AODE(weighting="mutual_information"),
+    "AODE-alpha0": lambda: AODE(alpha=0),
+    "SPODE-alpha0": lambda: SPODE("c0", alpha=0),
+    "TAN-alpha0": lambda: TAN(alpha=0, rebuild_every=40),
+    "KDB-alpha0": lambda: KDB(2, alpha=0, rebuild_every=40),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_generic_checks_with_weighting_and_alpha_zero(name: str) -> None:
+    events = suitable_events("NaiveBayes", 120, seed=7)
+    exempt = {}
+    if name.startswith(("TAN", "KDB")):
+        exempt.update(merge_union=_STRUCTURE, chunked_learning=_STRUCTURE)
+    ran = check_learner(OPTIONS[name], events, exempt=exempt)
+    assert set(ran) == set(CHECKS) - set(exempt)

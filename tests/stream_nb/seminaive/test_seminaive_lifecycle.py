@@ -347,7 +347,7 @@ def test_schema_overrides_types() -> None:
 @pytest.mark.parametrize(
     ("make", "match"),
     [
-        (lambda: AODE(alpha=0), "alpha must be positive"),
+        (lambda: AODE(alpha=-0.5), "alpha must be non-negative"),
         (lambda: AODE(min_parent_count=-1), "min_parent_count must be non-negative"),
         (lambda: AODE(max_values_per_feature=0), "max_values_per_feature must be an integer >= 1"),
         (lambda: AODE(n_bins=1), "n_bins must be an integer >= 2"),

@@ -28,6 +28,7 @@ SHARED = [
     ("warmup", 100),
     ("bin_edges", None),
     ("strategy", "frequency"),
+    ("warmup_terms", "gaussian"),
     ("schema", None),
     ("max_pair_features", 200),
     ("half_life", None),
@@ -37,7 +38,7 @@ SHARED = [
 
 #: Each learner's own parameters, in front of the shared ones.
 OWN: dict[type[Learner], list[tuple[str, Any, Any]]] = {
-    AODE: [("alpha", POSITIONAL, 1.0)],
+    AODE: [("alpha", POSITIONAL, 1.0), ("weighting", KEYWORD, "uniform")],
     SPODE: [("parent", POSITIONAL, None), ("alpha", KEYWORD, 1.0)],
     TAN: [("alpha", POSITIONAL, 1.0), ("rebuild_every", KEYWORD, 1000)],
     KDB: [("k", POSITIONAL, 2), ("alpha", KEYWORD, 1.0), ("rebuild_every", KEYWORD, 1000)],
@@ -51,6 +52,7 @@ OTHER_VALUES = {
     "warmup": 9,
     "bin_edges": {"t": [0.5]},
     "strategy": "width",
+    "warmup_terms": "none",
     "schema": {"t": "numeric"},
     "max_pair_features": 4,
     "half_life": 50.0,
@@ -75,7 +77,13 @@ def test_the_options_type_names_the_shared_parameters() -> None:
 
 @pytest.mark.parametrize("cls", list(OWN), ids=lambda c: c.__name__)
 def test_every_parameter_reaches_the_model(cls: type[Learner]) -> None:
-    own = {"parent": "c", "alpha": 0.5, "rebuild_every": 10, "k": 3}
+    own = {
+        "parent": "c",
+        "alpha": 0.5,
+        "rebuild_every": 10,
+        "k": 3,
+        "weighting": "mutual_information",
+    }
     params = {name: own[name] for name, _, _ in OWN[cls]} | OTHER_VALUES
     model = cls(**params)
     assert model.get_params() == params
