@@ -12,7 +12,7 @@ from stream_nb._exceptions import (
     InvalidEventError,
     ModelStateError,
 )
-from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior, check_nonneg
+from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior
 from stream_nb._state import (
     CATEGORY_TYPES,
     check_categories,
@@ -23,9 +23,10 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb.base import Capabilities
-from stream_nb.limits import MAX_VAR_SMOOTHING, check_number
+from stream_nb.limits import check_number
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.naive_bayes._gaussian_scores import joint_log_likelihood
+from stream_nb.naive_bayes._gaussian_stats import FEATURE, check_var_smoothing
 from stream_nb.naive_bayes.gaussian import _GaussianLearner
 
 __all__ = ["NaiveBayes"]
@@ -75,15 +76,18 @@ class NaiveBayes(_GaussianLearner):
       ``class_prior`` fixes it);
     - categorical: ``log((N_{y,i,v} + α) / (N_{y,i} + S_i α))``;
     - Gaussian: ``-½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)`` with
-      ``σ² = M2/n + ε``, ``ε = var_smoothing × max_f V_f`` over the Gaussian
-      features (see :class:`~stream_nb.GaussianNB`).
+      ``σ² = M2/n + ε_f``, ``ε_f = var_smoothing × V_f`` (``var_smoothing_mode=
+      "feature"``) or ``var_smoothing × max_f V_f`` over the Gaussian features
+      (``"global"``), as in :class:`~stream_nb.GaussianNB`.
 
     Parameters
     ----------
     alpha
         Smoothing constant α > 0 of the prior and the categorical terms.
     var_smoothing
-        Fraction of the largest numeric feature variance added to every variance.
+        As in :class:`~stream_nb.GaussianNB` (over the Gaussian features).
+    var_smoothing_mode
+        ``"feature"`` or ``"global"``, as in :class:`~stream_nb.GaussianNB`.
     schema
         Optional ``{feature: "categorical" | "numeric"}`` overriding type inference.
         A ``"numeric"`` feature is modelled by one Gaussian per class; ``"gaussian"``
@@ -137,14 +141,20 @@ class NaiveBayes(_GaussianLearner):
         labels, present, counts = self._categorical_stats()
         alpha = self.alpha / self._scale
         entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
-        entries += gaussian_entries(self.gaussian.to_state(), self.var_smoothing, self.class_prior)
+        entries += gaussian_entries(
+            self.gaussian.to_state(),
+            self.var_smoothing,
+            self.class_prior,
+            per_feature=self.gaussian.per_feature,
+        )
         return entries
 
     def __init__(
         self,
         alpha: float = 1.0,
         *,
-        var_smoothing: float = 1e-9,
+        var_smoothing: float | None = None,
+        var_smoothing_mode: str = FEATURE,
         schema: Mapping[str, str] | None = None,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
@@ -156,7 +166,9 @@ class NaiveBayes(_GaussianLearner):
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
         self.alpha = check_alpha(alpha)
-        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
+        self.var_smoothing, self.var_smoothing_mode = check_var_smoothing(
+            var_smoothing, var_smoothing_mode
+        )
         self.schema = _check_schema(schema)
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
@@ -176,6 +188,7 @@ class NaiveBayes(_GaussianLearner):
         return {
             "alpha": self.alpha,
             "var_smoothing": self.var_smoothing,
+            "var_smoothing_mode": self.var_smoothing_mode,
             "schema": self.schema,
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
