@@ -281,7 +281,10 @@ def test_unknown_features_are_ignored_when_predicting() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"schema": {"a": "number"}}, "must be 'categorical' or 'numeric'"),
+        (
+            {"schema": {"a": "number"}},
+            "must be 'categorical', 'numeric' \\(alias 'gaussian'\\) or 'bins'",
+        ),
         ({"schema": ["a"]}, "schema must be a mapping"),
         ({"alpha": 0}, "alpha must be positive"),
         ({"var_smoothing": -1.0}, "var_smoothing"),
@@ -417,6 +420,6 @@ def test_schema_says_numeric_like_the_seminaive_learners_and_gaussian_stays_an_a
         state = model.to_state()
         assert model.schema["n"] == word
         assert Learner.from_state(state).to_state() == state
-    # an unknown kind names both words
-    with pytest.raises(ConfigError, match="'categorical' or 'numeric'"):
+    # an unknown kind names every word
+    with pytest.raises(ConfigError, match="'categorical', 'numeric'"):
         NaiveBayes(schema={"n": "number"})
