@@ -332,14 +332,21 @@ class GaussianStatistics:
         """
         if self.per_feature:
             gn = self.all_n
-            if self.all_n_lazy:  # (every entry equals entry 0, see sync)
-                gn = [gn[0]] * len(gn)
+            if self.all_n_lazy or self.all_uniform:  # (every entry equals entry 0)
+                n = gn[0] if gn else 0.0
+                if n > 0.0:
+                    # ε_f = var_smoothing × M2_f / n with one division in all
+                    c = self.var_smoothing / n
+                    eps = [s * c for s in self.all_m2]
+                    if min(eps) >= _MIN_EPSILON:  # (no 0 to leave out, no floor)
+                        return eps
+                gn = [n] * len(gn)
             return feature_epsilons(self.var_smoothing, gn, self.all_m2)
         mx = self.max_var
         if mx <= 0.0:
             return [0.0] * len(self.features)
-        eps = self.var_smoothing * mx
-        return [eps if eps > _MIN_EPSILON else _MIN_EPSILON] * len(self.features)
+        e = self.var_smoothing * mx
+        return [e if e > _MIN_EPSILON else _MIN_EPSILON] * len(self.features)
 
     # ------------------------------------------------------------------ learning
     def learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
