@@ -30,6 +30,7 @@ from stream_nb import (
     Learner,
     NaiveBayes,
 )
+from stream_nb.checks import CHECKS, check_learner, suitable_events
 from stream_nb.seminaive.discretise import equal_frequency_edges, equal_width_edges
 
 Event = tuple[dict[str, Any], Hashable, float]
@@ -312,3 +313,27 @@ def test_a_non_number_for_a_binned_feature_is_rejected_and_changes_nothing() -> 
         assert model.to_state() == before
     with pytest.raises(InvalidEventError, match=r"fixed .a. as numeric \(Gaussian or binned\)"):
         model.predict_one({"a": "high"})
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"numeric": "bins", "warmup": 70},
+        {"numeric": "bins", "warmup": 70, "strategy": "width", "half_life": 20.0},
+        {"numeric": "bins", "warmup": 70, "half_life": 0.2},  # renormalises: records rescale
+    ],
+)
+def test_binned_naive_bayes_passes_the_generic_checks(params: dict[str, Any]) -> None:
+    # warmup 70 of 120 events: the whole stream freezes its cut points, its halves (merge
+    # checks) do not (two models that froze their own cannot merge, as AODE's)
+    exempt = {
+        "weight_repetition": (
+            "the event whose weight reaches warmup enters the cut points' sample with all "
+            "of its weight (w=2: twice), where the first of two copies freezes them alone"
+        )
+    }
+    if "half_life" in params:  # (as for every learner with forgetting, see test_checks)
+        exempt.update({c: "forgetting" for c in ("merge_union", "chunked_learning")})
+    events = suitable_events(NaiveBayes, 120, seed=11)
+    done = check_learner(lambda: NaiveBayes(**params), events, exempt=exempt)
+    assert len(done) == len(CHECKS) - len(exempt)
