@@ -272,6 +272,12 @@ class NaiveBayes(_GaussianLearner):
         """Whether one more categorical feature may be learned (``max_features``)."""
         return bool(self._admit(self._n_features()))
 
+    @property
+    def columns_supported(self) -> bool:
+        """:attr:`Learner.columns_supported`, ``False`` when numbers may be binned: such a
+        model has no batch kernel (the engine then builds no columns for it)."""
+        return not self._binning and super().columns_supported
+
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         if self._binning:
             return None  # binned numbers: the per-event path

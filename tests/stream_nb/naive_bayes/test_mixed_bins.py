@@ -25,12 +25,16 @@ from sklearn.preprocessing import KBinsDiscretizer
 from stream_nb import (
     CategoricalNB,
     ConfigError,
+    Engine,
     IncompatibleModelError,
     InvalidEventError,
     Learner,
     NaiveBayes,
+    PrequentialEvaluator,
 )
 from stream_nb.checks import CHECKS, check_learner, suitable_events
+from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.datasets import agrawal
 from stream_nb.seminaive.discretise import equal_frequency_edges, equal_width_edges
 
 Event = tuple[dict[str, Any], Hashable, float]
@@ -278,6 +282,7 @@ def test_batches_take_the_per_event_path() -> None:
     xs = [dict(x) for x, _, _ in events]
     ys = [y for _, y, _ in events]
     names = tuple(xs[0])
+    assert not fast.columns_supported and NaiveBayes().columns_supported
     assert fast.predict_learn_columns(names, [[x[f] for x in xs] for f in names], ys) is None
     got = fast.predict_learn_many(xs, ys, [1.0] * len(xs))
     want = Learner.predict_learn_many(slow, xs, ys, [1.0] * len(xs))
@@ -337,3 +342,25 @@ def test_binned_naive_bayes_passes_the_generic_checks(params: dict[str, Any]) ->
     events = suitable_events(NaiveBayes, 120, seed=11)
     done = check_learner(lambda: NaiveBayes(**params), events, exempt=exempt)
     assert len(done) == len(CHECKS) - len(exempt)
+
+
+def test_the_engine_runs_a_binned_model_one_event_at_a_time() -> None:
+    # the column path is declined (columns_supported): the same bytes, model and evaluation
+    lines = [orjson.dumps({**x, "y": y}) for x, y in agrawal(3, 1500)]
+
+    def run(column_path: bool) -> tuple[Any, ...]:
+        learner = NaiveBayes(numeric="bins", warmup=200)
+        sink, evaluator = MemorySink(), PrequentialEvaluator(window=50)
+        Engine(
+            learner,
+            ListSource(lines),
+            sink,
+            dead_letters=MemorySink(),
+            evaluator=evaluator,
+            batch_size=200,
+            column_path=column_path,
+        ).run()
+        return sink.values(), learner.to_state(), evaluator.report()
+
+    fast, slow = run(True), run(False)
+    assert fast == slow and fast[1]["stats"]["bins"]["records"] == []
