@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from oracles import assert_close
 from sklearn.datasets import load_iris
 from sklearn.naive_bayes import CategoricalNB as SkCategoricalNB
@@ -364,3 +366,33 @@ def test_the_engine_runs_a_binned_model_one_event_at_a_time() -> None:
 
     fast, slow = run(True), run(False)
     assert fast == slow and fast[1]["stats"]["bins"]["records"] == []
+
+
+_values = st.one_of(st.none(), st.integers(-50, 50), st.floats(-100.0, 100.0, allow_nan=False))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.fixed_dictionaries({"p": _values, "q": _values}),
+            st.sampled_from(["x", "y"]),
+            st.sampled_from([1.0, 0.5, 3.0]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.lists(st.floats(-60.0, 60.0, allow_nan=False), min_size=1, max_size=4, unique=True),
+    st.fixed_dictionaries({"p": _values, "q": _values}),
+)
+def test_property_binned_equals_categorical_nb_on_cut_values(
+    events: list[Event], cuts: list[float], probe: dict[str, Any]
+) -> None:
+    edges = {"p": sorted(cuts), "q": [0.0]}
+    model = NaiveBayes(bin_edges=edges)
+    reference = CategoricalNB()
+    for x, y, w in events:
+        model.learn_one(x, y, w)
+        reference.learn_one(binned(x, edges), y, w)
+    assert_close(
+        model.predict_log_proba_one(probe), reference.predict_log_proba_one(binned(probe, edges))
+    )
