@@ -1,7 +1,7 @@
 """The models of the accuracy benchmark: a registry of named configurations.
 
 A configuration is a name (for stream-nb, the constructor call it runs, e.g.
-``"NaiveBayes(var_smoothing=1e-12)"``), how to run it prequentially on a
+``"NaiveBayes(var_smoothing_mode='global')"``), how to run it prequentially on a
 stream, which streams it applies to, and the tables of the results it
 appears in. Adding one is one line in :data:`CONFIGS`, for example::
 
@@ -382,11 +382,27 @@ _BASELINE_TABLES = (DEFAULT, VAR_SMOOTHING, HALF_LIFE)
 CONFIGS: list[Config] = [
     snb(CategoricalNB, applies=discrete, tables=(DEFAULT, HALF_LIFE)),
     snb(GaussianNB, applies=numeric, tables=(DEFAULT, VAR_SMOOTHING, HALF_LIFE)),
-    snb(GaussianNB, var_smoothing=1e-12, applies=numeric, tables=(VAR_SMOOTHING,)),
+    snb(GaussianNB, var_smoothing=1e-3, applies=numeric, tables=(VAR_SMOOTHING,)),
+    snb(GaussianNB, var_smoothing=1e-9, applies=numeric, tables=(VAR_SMOOTHING,)),
     snb(GaussianNB, var_smoothing=0.0, applies=numeric, tables=(VAR_SMOOTHING,)),
+    snb(GaussianNB, var_smoothing_mode="global", applies=numeric, tables=(VAR_SMOOTHING,)),
+    snb(
+        GaussianNB,
+        var_smoothing=1e-12,
+        var_smoothing_mode="global",
+        applies=numeric,
+        tables=(VAR_SMOOTHING,),
+    ),
     snb(NaiveBayes, tables=(DEFAULT, VAR_SMOOTHING, HALF_LIFE)),
-    snb(NaiveBayes, var_smoothing=1e-12, applies=has_numeric, tables=(VAR_SMOOTHING,)),
-    snb(NaiveBayes, var_smoothing=0.0, applies=has_numeric, tables=(VAR_SMOOTHING,)),
+    snb(NaiveBayes, var_smoothing_mode="global", applies=has_numeric, tables=(VAR_SMOOTHING,)),
+    snb(NaiveBayes, numeric="bins", applies=has_numeric, tables=(DEFAULT, BIN_EDGES)),
+    snb(
+        NaiveBayes,
+        numeric="bins",
+        bin_edges=WARMUP_EDGES,
+        applies=has_numeric,
+        tables=(BIN_EDGES,),
+    ),
     snb(WeightedNB, tables=(DEFAULT, HALF_LIFE)),
     snb(MultinomialNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),
     snb(BernoulliNB, applies=counts, tables=(DEFAULT, HALF_LIFE)),

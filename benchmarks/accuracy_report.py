@@ -65,15 +65,20 @@ TABLES = (
     Table(
         VAR_SMOOTHING,
         "Variance smoothing of the Gaussian learners",
-        "`var_smoothing` ε: every class variance gets ε × (largest variance of any "
-        "feature) added (scikit-learn's rule, the default 1e-9). river and MOA for reference.",
+        "`var_smoothing_mode='feature'` (the default): every class variance of feature f "
+        "gets ε_f = var_smoothing × (f's variance over every event) added, default 1e-2 "
+        "(a feature constant so far is left out); `var_smoothing_mode='global'`: every "
+        "class variance gets ε = var_smoothing × (largest variance of any feature) "
+        "added (scikit-learn's rule, its default 1e-9). river and MOA for reference.",
         _has_numeric,
     ),
     Table(
         BIN_EDGES,
-        "AODE: the discretiser's warm-up",
+        "Binned numbers: the discretiser's warm-up",
         "`AODE()` learns its equal-frequency cut points from the first 100 values of "
-        "each numeric feature and leaves the feature out of predictions until then. "
+        "each numeric feature and leaves the feature out of predictions until then; "
+        "`NaiveBayes(numeric='bins')` learns the same cut points and models the feature "
+        "by its Gaussian until then (then replays its values as bins). "
         "`bin_edges=warm-up` gives it those same cut points up front (only the blind "
         "warm-up differs); `bin_edges=whole stream` gives the cut points of every value "
         "of the stream (a reference that knows the future).",

@@ -720,7 +720,7 @@ class Learner(abc.ABC):
         """
         target = read_class(state, Learner._registry, cls)
         with malformed_state(state["learner"]):
-            model = target(**read_params(state))
+            model = target(**target._state_params(read_params(state)))
             model.n_learned = read_n_learned(field(state, "n_learned", "state"))
             model._scale = read_scale(state, model.half_life)
             model._stats_from_state(field(state, "stats", "state"))
@@ -755,6 +755,12 @@ class Learner(abc.ABC):
         return f"{type(self).__name__}({args})"
 
     # ------------------------------------------------------------------ hooks
+    @classmethod
+    def _state_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Hook: the constructor arguments for the params of a state, e.g. an older
+        state's default made explicit (by default ``params`` unchanged)."""
+        return params
+
     @abc.abstractmethod
     def _params(self) -> dict[str, Any]:
         """Constructor arguments except ``half_life``."""

@@ -20,7 +20,9 @@ the evidence the value itself gives, favouring ``a`` over ``b``.
 ``gaussian`` (GaussianNB, the numeric features of NaiveBayes): one entry per
 feature, the largest *mean symmetric KL divergence* between two classes'
 fitted normals ``N(μ_y, σ²_y)``, ``σ²_y = M2_y / n_y + ε``,
-``ε = var_smoothing × max_f V_f`` (the model's ε)::
+``ε = var_smoothing × max_f V_f`` or, ``var_smoothing_mode="feature"``,
+``ε_f = var_smoothing × V_f`` (the model's ε; a feature the model leaves out,
+``V_f = 0``, has no entry)::
 
     D(a, b) = ½ [KL(a ‖ b) + KL(b ‖ a)]
             = ¼ [(σ²_a − σ²_b)² / (σ²_a σ²_b) + (μ_a − μ_b)² (1/σ²_a + 1/σ²_b)]
@@ -211,9 +213,10 @@ def informative_features(model: Learner, top: int | None = 10) -> list[Entry]:
     >>> for i in range(100):
     ...     y = i % 2
     ...     model.learn_one({"noise": float(i % 7), "signal": 3.0 * y + (i % 5) / 5}, y)
-    >>> # signal: σ² = 0.08 in both classes, D = ¼ · 3² · (2 / 0.08) = 56.25
+    >>> # signal: σ² = 0.08 + ε in both classes, ε = 1e-2 × 2.33 (its variance overall),
+    >>> # D = ¼ · 3² · (2 / 0.1033) = 43.56
     >>> [(e["feature"], e["favours"], round(e["score"], 2)) for e in informative_features(model)]
-    [('signal', 1, 56.25), ('noise', 1, 0.0)]
+    [('signal', 1, 43.56), ('noise', 1, 0.0)]
     """
 
     return model.informative_features(top)
@@ -309,22 +312,31 @@ def _first(item: tuple[Any, ...]) -> Any:
 
 
 # ---------------------------------------------------------------------- Gaussian
-def gaussian_entries(g: Mapping[str, Any], var_smoothing: float, class_prior: Any) -> list[Entry]:
+def gaussian_entries(
+    g: Mapping[str, Any], var_smoothing: float, class_prior: Any, *, per_feature: bool = False
+) -> list[Entry]:
     """``gaussian`` entries from a Gaussian statistics state
     (:meth:`stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.to_state`)."""
+    from stream_nb.naive_bayes._gaussian_stats import feature_epsilons
+
     labels = [y for y, _ in g["classes"]]
     ks = [k for k, y in enumerate(labels) if class_prior is None or y in class_prior]
     if len(ks) < 2:
         return []
     n, mean, m2 = g["n"], g["mean"], g["m2"]
     gn, _gmean, gm2 = g["global"]
-    max_var = max((s / c for c, s in zip(gn, gm2, strict=True) if c > 0.0), default=0.0)
-    if max_var <= 0.0:  # every feature constant so far: the model leaves the terms out
-        return []
-    eps = max(var_smoothing * max_var, MIN_VARIANCE)  # the model's ε, floor included
+    if per_feature:
+        epsilons = feature_epsilons(var_smoothing, gn, gm2)
+    else:
+        max_var = max((s / c for c, s in zip(gn, gm2, strict=True) if c > 0.0), default=0.0)
+        if max_var <= 0.0:  # every feature constant so far: the model leaves the terms out
+            return []
+        epsilons = [max(var_smoothing * max_var, MIN_VARIANCE)] * len(gn)  # floor included
     out = []
     for j, feature in enumerate(g["features"]):
-        if any(n[k][j] <= 0.0 for k in ks):  # as in prediction: not used until every class has it
+        eps = epsilons[j]
+        # as in prediction: left out (ε 0), or not used until every class has it
+        if eps == 0.0 or any(n[k][j] <= 0.0 for k in ks):
             continue
         best = -1.0
         pair = (ks[0], ks[1])

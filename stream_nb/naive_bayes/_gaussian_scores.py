@@ -8,8 +8,9 @@ is the fast path for an event with exactly the learned features in order
 (see docs/gaussian.md); :func:`general_scores` handles every other event, and
 :func:`joint_log_likelihood` picks between them.
 
-Per scored class ``y``, with ``σ² = M2 / n + ε`` (see
-:meth:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.epsilon`)::
+Per scored class ``y``, with ``σ² = M2 / n + ε_f`` (see
+:meth:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.epsilons`; a
+feature whose ``ε_f`` is 0 is left out)::
 
     log P(y) − ½ Σ_f (log 2π + log σ²_yf + (x_f − μ_yf)² / σ²_yf)
 """
@@ -87,6 +88,8 @@ def dense_scores(g: GaussianStatistics, x: Mapping[str, Any], scale: float) -> l
         except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed
             return None  # to 0 is not scored (the general path leaves it out)
         return out
+    if g.per_feature:
+        return _dense_feature_scores(g, list(vals), alpha, den)
     eps = g.var_smoothing * mx
     if eps < _MIN_EPSILON:
         eps = _MIN_EPSILON
@@ -131,6 +134,60 @@ def dense_scores(g: GaussianStatistics, x: Mapping[str, Any], scale: float) -> l
     return out
 
 
+def _dense_feature_scores(
+    g: GaussianStatistics, vals: list[Any], alpha: float, den: float
+) -> list[float] | None:
+    """:func:`dense_scores` with one ε per feature (``var_smoothing_mode="feature"``);
+    the features whose ε is 0 (constant so far) are left out."""
+    cw = g.class_weight
+    log2 = _log2
+    eps = g.epsilons()
+    means = g.mean
+    variances = g.var
+    if 0.0 in eps:
+        active = [j for j, e in enumerate(eps) if e > 0.0]
+        vals = [vals[j] for j in active]
+        eps = [eps[j] for j in active]
+        means = [[row[j] for j in active] for row in means]
+        variances = [[row[j] for j in active] for row in variances]
+    const = -0.5 * len(vals) * LOG_2PI
+    product = min(eps, default=1.0) >= g.epsilon_floor
+    out: list[float] = []
+    try:
+        for _, k, lp in g.scored:
+            q = 0.0
+            p = 0.0
+            if product:
+                p = 1.0
+                for x_f, m, v, e in zip(vals, means[k], variances[k], eps):  # noqa: B905
+                    v += e  # σ² = M2/n + ε_f
+                    p *= v
+                    x_f -= m
+                    q += x_f * x_f / v
+                if p == _INF:  # overflow is sticky: redo as a sum of logs
+                    p = 0.0
+                    for v, e in zip(variances[k], eps):  # noqa: B905
+                        p += log2(v + e)
+                else:
+                    p = log2(p)
+            else:
+                for x_f, m, v, e in zip(vals, means[k], variances[k], eps):  # noqa: B905
+                    v += e
+                    p += log2(v)
+                    x_f -= m
+                    q += x_f * x_f / v
+            if not q < _INF:  # NaN/inf input (or overflow): the general path decides
+                return None
+            if lp is None:
+                lp = log2((cw[k] + alpha) / den) * _LN2
+            out.append(lp + const - 0.5 * (p * _LN2 + q))
+    except TypeError:  # None or a non-number: the general path says which
+        return None
+    except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed to
+        return None  # 0 is not scored (the general path leaves it out)
+    return out
+
+
 def general_scores(
     g: GaussianStatistics, x: Mapping[str, Any], scale: float
 ) -> dict[Hashable, float]:
@@ -163,9 +220,8 @@ def general_scores(
         return {}
     den = g.total_weight + len(cw) * alpha
     log_den = _log(den) if den > 0.0 else 0.0  # (0: every class has a fixed prior)
-    eps = g.epsilon()
-    if eps == 0.0:
-        items = []
+    eps = g.epsilons()
+    items = [(j, number) for j, number in items if eps[j] > 0.0]
     const = len(items) * LOG_2PI
     out: dict[Hashable, float] = {}
     for y, k, lp in scored:
@@ -173,7 +229,7 @@ def general_scores(
         var = g.var[k]
         total = 0.0
         for j, number in items:
-            v = var[j] + eps
+            v = var[j] + eps[j]
             d = number - mean[j]
             total += _log(v) + d * d / v
         out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + total)

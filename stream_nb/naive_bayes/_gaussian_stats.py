@@ -16,15 +16,32 @@ batch (column) kernel over them :mod:`stream_nb.naive_bayes._vectorised`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from stream_nb._exceptions import ConfigError
+from stream_nb._params import check_nonneg
 from stream_nb._state import encode_key, pairs
-from stream_nb.limits import MAX_VALUE, MIN_VARIANCE, check_number
+from stream_nb.limits import MAX_VALUE, MAX_VAR_SMOOTHING, MIN_VARIANCE, check_number
 from stream_nb.naive_bayes._gaussian_state import read_gaussian_stats
 from stream_nb.stats import chan_merge
 
-__all__ = ["GaussianStatistics"]
+__all__ = [
+    "FEATURE",
+    "GLOBAL",
+    "VAR_SMOOTHING_DEFAULTS",
+    "GaussianStatistics",
+    "check_var_smoothing",
+    "feature_epsilons",
+]
+
+#: ``var_smoothing_mode`` of scikit-learn's rule: ``ε = var_smoothing × max_f V_f``.
+GLOBAL = "global"
+#: ``var_smoothing_mode`` of the per-feature rule: ``ε_f = var_smoothing × V_f``.
+FEATURE = "feature"
+#: ``var_smoothing`` when none is given, by mode: scikit-learn's 1e-9 for its rule; for
+#: the per-feature rule the value chosen on the accuracy benchmark (docs/benchmarks.md).
+VAR_SMOOTHING_DEFAULTS = {GLOBAL: 1e-9, FEATURE: 1e-2}
 
 _log = math.log
 _BOOL = frozenset((bool,))
@@ -45,6 +62,56 @@ _MAX_VALUE = MAX_VALUE
 _PRODUCT_FLOOR = 1e-290
 
 
+def check_var_smoothing(value: Any, mode: Any) -> tuple[float, str]:
+    """The learner parameters ``var_smoothing`` (``None``: the mode's default, see
+    :data:`VAR_SMOOTHING_DEFAULTS`) and ``var_smoothing_mode``, checked.
+
+    Examples
+    --------
+    >>> check_var_smoothing(None, "feature"), check_var_smoothing(1e-9, "global")
+    ((0.01, 'feature'), (1e-09, 'global'))
+    >>> check_var_smoothing(None, "max")
+    Traceback (most recent call last):
+    ...
+    stream_nb._exceptions.ConfigError: var_smoothing_mode must be 'feature' ...
+    """
+    if mode not in VAR_SMOOTHING_DEFAULTS:
+        raise ConfigError(
+            "var_smoothing_mode must be 'feature' (ε_f = var_smoothing × the feature's "
+            "variance) or 'global' (scikit-learn's ε = var_smoothing × the largest "
+            f"variance), got {mode!r}"
+        )
+    if value is None:
+        return VAR_SMOOTHING_DEFAULTS[mode], mode
+    return check_nonneg(value, "var_smoothing", MAX_VAR_SMOOTHING), mode
+
+
+def feature_epsilons(
+    var_smoothing: float, all_n: Sequence[float], all_m2: Sequence[float]
+) -> list[float]:
+    """``ε_f`` of the per-feature rule from each feature's weight and M2 over every event.
+
+    ``ε_f = var_smoothing × V_f`` with ``V_f = M2_f / n_f``, floored at
+    :data:`~stream_nb.limits.MIN_VARIANCE`; ``0.0`` (the feature is left out of
+    the scores) when ``V_f = 0``: a feature constant over every learned event
+    has the same mean and variance 0 in every class, so its terms are equal for
+    every class and change no posterior.
+
+    Examples
+    --------
+    >>> feature_epsilons(0.01, [4.0, 4.0, 2.0], [8.0, 0.0, 1e-100])
+    [0.02, 0.0, 1e-90]
+    """
+    out = []
+    for n, s in zip(all_n, all_m2, strict=True):
+        if s > 0.0 and n > 0.0:
+            e = var_smoothing * (s / n)
+            out.append(e if e > _MIN_EPSILON else _MIN_EPSILON)
+        else:
+            out.append(0.0)
+    return out
+
+
 class GaussianStatistics:
     """Class weights and per-(class, feature) Welford statistics with ε bookkeeping.
 
@@ -60,6 +127,10 @@ class GaussianStatistics:
     ``fit_prior`` is false and ``class_prior`` when given, exactly as
     :func:`stream_nb._params.log_prior`.
 
+    ε (``per_feature`` false, scikit-learn's rule): ``ε = var_smoothing × max_j
+    all_var[j]`` for every feature; ``per_feature``: ``ε_j = var_smoothing ×
+    all_var[j]`` (:func:`feature_epsilons`); :meth:`epsilons` gives either.
+
     ε bookkeeping: ``all_var[j]`` is the population variance of feature ``j``
     over every learned event (a second Welford per feature: ``all_n``,
     ``all_mean``, ``all_m2``), ``max_var = all_var[max_feature]`` its maximum
@@ -72,6 +143,8 @@ class GaussianStatistics:
     ----------
     var_smoothing, class_prior
         The learner's parameters of those names.
+    per_feature
+        ``var_smoothing_mode="feature"`` of the learner (``False``: ``"global"``).
     prior_alpha, fit_prior
         Smoothing of the class prior (0: maximum likelihood) and whether it is
         learned.
@@ -84,13 +157,13 @@ class GaussianStatistics:
     Examples
     --------
     >>> stats = GaussianStatistics(
-    ...     var_smoothing=1e-9, class_prior=None, prior_alpha=0.0, fit_prior=True,
-    ...     numeric_hint="numbers only", admit=lambda names: names,
+    ...     var_smoothing=1e-2, class_prior=None, prior_alpha=0.0, fit_prior=True,
+    ...     numeric_hint="numbers only", admit=lambda names: names, per_feature=True,
     ... )
-    >>> stats.learn({"a": 1.0}, "p", 1.0)
-    >>> stats.learn({"a": 3.0}, "p", 1.0)
-    >>> stats.mean, stats.var, stats.labels
-    ([[2.0]], [[1.0]], ['p'])
+    >>> stats.learn({"a": 1.0, "b": 5.0}, "p", 1.0)
+    >>> stats.learn({"a": 3.0, "b": 5.0}, "p", 1.0)
+    >>> stats.mean, stats.var, stats.labels, stats.epsilons()
+    ([[2.0, 5.0]], [[1.0, 0.0]], ['p'], [0.01, 0.0])
     """
 
     # Slots keep attribute access on the hot path a fixed offset.
@@ -120,6 +193,7 @@ class GaussianStatistics:
         "n_lazy",
         "numeric_hint",
         "order",
+        "per_feature",
         "prior_alpha",
         "scored",
         "scored_labels",
@@ -139,8 +213,10 @@ class GaussianStatistics:
         fit_prior: bool,
         numeric_hint: str,
         admit: Callable[[Sequence[Any]], list[Any]],
+        per_feature: bool = False,
     ) -> None:
         self.var_smoothing = var_smoothing
+        self.per_feature = per_feature
         self.class_prior = class_prior
         self.prior_alpha = prior_alpha
         self.fit_prior = fit_prior
@@ -243,19 +319,34 @@ class GaussianStatistics:
             self.scored = [(y, k, uniform) for y, k, _ in self.scored]
         self.scored_labels = [y for y, _, _ in self.scored]
 
-    def epsilon(self) -> float:
-        """ε = var_smoothing × max variance (floored), or 0 when every feature is constant.
+    def epsilons(self) -> list[float]:
+        """ε of every feature, in feature order; ``0.0``: the feature is left out.
 
-        When every learned feature is constant (max variance 0), every class
-        that has statistics for a feature has the same mean and variance 0 for
-        it, so the Gaussian terms are equal for all classes; 0 tells the caller
-        to leave them out (the posterior is then the prior).
+        Global rule: ``var_smoothing × max variance`` (floored at
+        :data:`~stream_nb.limits.MIN_VARIANCE`) for every feature, or 0 for every
+        feature when every learned feature is constant (max variance 0): every
+        class that has statistics for a feature then has the same mean and
+        variance 0 for it, so the Gaussian terms are equal for all classes and
+        left out (the posterior is the prior). Per-feature rule:
+        :func:`feature_epsilons`. O(features).
         """
+        if self.per_feature:
+            gn = self.all_n
+            if self.all_n_lazy or self.all_uniform:  # (every entry equals entry 0)
+                n = gn[0] if gn else 0.0
+                if n > 0.0:
+                    # ε_f = var_smoothing × M2_f / n with one division in all
+                    c = self.var_smoothing / n
+                    eps = [s * c for s in self.all_m2]
+                    if min(eps) >= _MIN_EPSILON:  # (no 0 to leave out, no floor)
+                        return eps
+                gn = [n] * len(gn)
+            return feature_epsilons(self.var_smoothing, gn, self.all_m2)
         mx = self.max_var
         if mx <= 0.0:
-            return 0.0
-        eps = self.var_smoothing * mx
-        return eps if eps > _MIN_EPSILON else _MIN_EPSILON
+            return [0.0] * len(self.features)
+        e = self.var_smoothing * mx
+        return [e if e > _MIN_EPSILON else _MIN_EPSILON] * len(self.features)
 
     # ------------------------------------------------------------------ learning
     def learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
@@ -463,7 +554,40 @@ class GaussianStatistics:
         self.max_feature = am
 
     # ------------------------------------------------------------------ merge / scale
-    def merge(self, other: GaussianStatistics, factor: float) -> None:
+    def drop_feature(self, feature: Hashable) -> None:
+        """Forget every statistic of ``feature`` (a NaiveBayes feature whose numbers are
+        binned from now on). O(classes × features).
+
+        Examples
+        --------
+        >>> stats = GaussianStatistics(
+        ...     var_smoothing=1e-9, class_prior=None, prior_alpha=0.0, fit_prior=True,
+        ...     numeric_hint="numbers only", admit=lambda names: list(names),
+        ... )
+        >>> stats.learn({"a": 1.0, "b": 2.0}, "p", 1.0)
+        >>> stats.drop_feature("a")
+        >>> stats.features, stats.mean, stats.class_weight
+        (['b'], [[2.0]], [1.0])
+        """
+        self.sync()
+        j = self.feature_index[feature]
+        del self.features[j]
+        for table in (self.n, self.mean, self.m2, self.var):
+            for row in table:
+                del row[j]
+        for row in (self.all_n, self.all_mean, self.all_m2, self.all_var):
+            del row[j]
+        self.feature_index = {f: i for i, f in enumerate(self.features)}
+        self.order = tuple(self.features)
+        ff = len(self.features)
+        self.epsilon_floor = _PRODUCT_FLOOR ** (1.0 / ff) if ff else 1.0
+        self.derive()
+
+    def merge(
+        self, other: GaussianStatistics, factor: float, exclude: Container[Hashable] = ()
+    ) -> None:
+        """Add ``other``'s statistics, scaled by ``factor`` (Chan's merge per feature);
+        ``other``'s features in ``exclude`` are left out."""
         self.sync()
         other.sync()
         new_classes = [y for y in other.labels if y not in self.class_index]
@@ -471,10 +595,10 @@ class GaussianStatistics:
             self.add_class(y, rescore=False)
         if new_classes:
             self.rebuild_scored()
-        fresh = [f for f in other.features if f not in self.feature_index]
+        fresh = [f for f in other.features if f not in self.feature_index and f not in exclude]
         self.add_features(self.admit(fresh))
-        # other's features past max_features are not learned (-1)
-        jmap = [self.feature_index.get(f, -1) for f in other.features]
+        # other's features past max_features, or excluded, are not learned (-1)
+        jmap = [-1 if f in exclude else self.feature_index.get(f, -1) for f in other.features]
         for ko, y in enumerate(other.labels):
             k = self.class_index[y]
             self.class_weight[k] += other.class_weight[ko] * factor
@@ -536,6 +660,7 @@ class GaussianStatistics:
             fit_prior=self.fit_prior,
             numeric_hint=self.numeric_hint,
             admit=list,
+            per_feature=self.per_feature,
         )
         batch.labels = list(labels)
         batch.class_weight = list(class_weights)

@@ -15,11 +15,14 @@ by the class mean at the batch start, so the sums do not cancel)::
 
 (the Welford/Chan merge of the batch prefix into the start statistics). The
 global per-feature statistics of ε likewise, with ``ε_i = var_smoothing ×
-max_j M2g_ij / ng_ij``. Categorical counts ``N_{k,f,v}`` before event ``i`` are
-the start counts plus an exclusive cumulative sum grouped by value, the
-present weights ``N_{k,f}`` the class prefix ``W_i``, and the number of
-distinct values ``S_f`` grows by one at the first *learned* occurrence of a
-new value; a missing categorical value (``None``) adds no term
+max_j M2g_ij / ng_ij`` (``var_smoothing_mode="global"``) or ``ε_ij =
+var_smoothing × M2g_ij / ng_ij`` (``"feature"``; a feature with ``M2g_ij = 0``
+is left out of event ``i``'s scores, as on the per-event path). Categorical
+counts ``N_{k,f,v}`` before event ``i`` are the start counts plus an
+exclusive cumulative sum grouped by value, the present weights ``N_{k,f}``
+the class prefix ``W_i``, and the number of distinct values ``S_f`` grows by
+one at the first *learned* occurrence of a new value; a missing categorical
+value (``None``) adds no term
 (:mod:`~stream_nb.naive_bayes._categorical_batch`). Scores then follow the
 learners' formulas for all events × classes at once, and the statistics after
 the batch are the prefix at ``i = B``. A tracked model-sync delta gets the
@@ -227,14 +230,25 @@ def gaussian_predict_learn_columns(
     maxvar = gvar.max(axis=0)
     if not (maxvar > 0.0).all():
         return None  # all features constant at some point: the per-event path
-    eps = np.maximum(var_smoothing * maxvar, _MIN_EPSILON)
     v = var
-    v += eps[None, None, :]
+    active = None  # per-feature ε: the features that are scored, F × B
+    if g.per_feature:
+        # ε_f = var_smoothing × V_f (floored); a feature constant so far (V_f = 0) is
+        # left out (see feature_epsilons): σ² = 1 there, its terms zeroed below
+        active = gvar > 0.0
+        v += np.where(active, np.maximum(var_smoothing * gvar, _MIN_EPSILON), 1.0)[:, None, :]
+    else:
+        v += np.maximum(var_smoothing * maxvar, _MIN_EPSILON)[None, None, :]
     z2 = np.subtract(d, shift, out=shift)  # x - μ_i = d - S1_i / n_i
     z2 *= z2
     z2 /= v
+    n_scored: Any = len(gaussian)
+    if active is not None and not active.all():
+        z2 = np.where(active[:, None, :], z2, 0.0)
+        v = np.where(active[:, None, :], v, 1.0)
+        n_scored = active.sum(axis=0)
     # K × B
-    jll = -0.5 * (len(gaussian) * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
+    jll = -0.5 * (n_scored * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if g.fit_prior:
         alpha = g.prior_alpha

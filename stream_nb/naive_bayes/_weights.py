@@ -117,7 +117,7 @@ def _gaussian_terms(
 
     The same terms as :func:`~stream_nb.naive_bayes._gaussian_scores.general_scores`:
     values checked, a feature counted only when every scored class has
-    statistics for it, none when ε = 0 (every feature constant so far).
+    statistics for it, none whose ε is 0 (see ``GaussianStatistics.epsilons``).
     """
     g.sync()
     fidx = g.feature_index
@@ -133,14 +133,14 @@ def _gaussian_terms(
         j = fidx.get(f)
         if j is not None and all(ns[k][j] > 0.0 for k in rows):
             items.append((f, j, number))
-    eps = g.epsilon()
-    if eps == 0.0:
-        return
+    eps = g.epsilons()
     means, variances = g.mean, g.var
     for f, j, number in items:
+        if eps[j] == 0.0:
+            continue  # (left out, see GaussianStatistics.epsilons)
         row = []
         for k in rows:
-            v = variances[k][j] + eps
+            v = variances[k][j] + eps[j]
             d = number - means[k][j]
             row.append(-0.5 * (LOG_2PI + _log(v) + d * d / v))
         features.append(f)

@@ -12,14 +12,18 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._params import check_class_prior, check_nonneg
+from stream_nb._params import check_class_prior
 from stream_nb._softmax import log_softmax_scores
 from stream_nb._state import check_mapping
 from stream_nb.base import Capabilities, Learner, log_softmax
-from stream_nb.limits import MAX_VAR_SMOOTHING
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.naive_bayes._gaussian_scores import dense_scores, joint_log_likelihood
-from stream_nb.naive_bayes._gaussian_stats import GaussianStatistics
+from stream_nb.naive_bayes._gaussian_stats import (
+    FEATURE,
+    GLOBAL,
+    GaussianStatistics,
+    check_var_smoothing,
+)
 
 __all__ = ["GaussianNB"]
 
@@ -37,6 +41,7 @@ class _GaussianLearner(Learner):
 
     gaussian: GaussianStatistics
     var_smoothing: float
+    var_smoothing_mode: str
     class_prior: dict[Hashable, float] | None
     #: End of the ``non_numeric`` error message; ``{feature}`` is filled in.
     _NUMERIC_HINT = (
@@ -59,7 +64,15 @@ class _GaussianLearner(Learner):
             fit_prior=fit_prior,
             numeric_hint=self._NUMERIC_HINT,
             admit=self._admit_features,
+            per_feature=self.var_smoothing_mode == FEATURE,
         )
+
+    @classmethod
+    def _state_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """States written before ``var_smoothing_mode`` existed used the global rule."""
+        if "var_smoothing" in params and "var_smoothing_mode" not in params:
+            return {**params, "var_smoothing_mode": GLOBAL}
+        return params
 
     def _admit_features(self, names: Sequence[Any]) -> list[Any]:
         """Names first met that are learned: checked, and bounded by ``max_features``."""
@@ -216,14 +229,22 @@ class GaussianNB(_GaussianLearner):
     """Gaussian Naive Bayes over numeric features, learned one event at a time.
 
     Each (class ``y``, feature ``f``) keeps weighted Welford statistics: weight
-    ``n``, mean ``μ`` and ``M2``. With the population variance ``M2 / n``:
+    ``n``, mean ``μ`` and ``M2``. With the population variance ``M2 / n``, and
+    ``V_f`` the population variance of feature ``f`` over every learned event:
 
-    - ``σ²_yf = M2_yf / n_yf + ε``, ``ε = var_smoothing × max_f V_f``, where
-      ``V_f`` is the population variance of feature ``f`` over every learned
-      event (scikit-learn's convention, kept incrementally). ``ε`` is floored
-      at :data:`~stream_nb.limits.MIN_VARIANCE` = 1e-90; when every feature has been constant so
-      far (``max V_f = 0``) the Gaussian terms are equal for every class and
-      left out.
+    - ``σ²_yf = M2_yf / n_yf + ε_f``, with ``ε_f`` by ``var_smoothing_mode``:
+
+      * ``"feature"`` (the default): ``ε_f = var_smoothing × V_f``, 1e-2 by
+        default, so each feature is smoothed on its own scale and a feature of
+        large variance (a salary in dollars) cannot swamp one of small variance
+        (an education level). A feature with ``V_f = 0`` (constant over every
+        learned event) is left out: its terms are equal for every class. A
+        feature constant within a class but not overall gets ``ε_f > 0``.
+      * ``"global"`` (scikit-learn's rule): ``ε = var_smoothing × max_f V_f``
+        for every feature, 1e-9 by default; when every feature has been
+        constant so far (``max V_f = 0``) the Gaussian terms are left out.
+
+      ``ε`` is floored at :data:`~stream_nb.limits.MIN_VARIANCE` = 1e-90.
     - ``log P(y) = log(N_y / N)``; ``class_prior`` overrides it (seen classes
       missing from it are not scored).
     - ``log p(x_f | y) = -½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)``, analytic.
@@ -238,7 +259,12 @@ class GaussianNB(_GaussianLearner):
     Parameters
     ----------
     var_smoothing
-        Fraction of the largest feature variance added to every variance (≥ 0).
+        Fraction (≥ 0) of the feature's own variance (``"feature"``) or of the
+        largest feature variance (``"global"``) added to every class variance;
+        ``None``: 1e-2 for ``"feature"``, 1e-9 (scikit-learn's) for ``"global"``.
+    var_smoothing_mode
+        ``"feature"`` or ``"global"`` (see above). Models of different modes do
+        not merge.
     class_prior
         Fixed priors by label (ratios matter, they need not sum to 1).
     half_life
@@ -269,25 +295,31 @@ class GaussianNB(_GaussianLearner):
         from stream_nb.informative import gaussian_entries, state_stats
 
         stats, _ = state_stats(self)
-        return gaussian_entries(stats, self.var_smoothing, self.class_prior)
+        return gaussian_entries(
+            stats, self.var_smoothing, self.class_prior, per_feature=self.gaussian.per_feature
+        )
 
     def __init__(
         self,
-        var_smoothing: float = 1e-9,
+        var_smoothing: float | None = None,
         *,
+        var_smoothing_mode: str = FEATURE,
         class_prior: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
-        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
+        self.var_smoothing, self.var_smoothing_mode = check_var_smoothing(
+            var_smoothing, var_smoothing_mode
+        )
         self.class_prior = check_class_prior(class_prior)
         self.gaussian = self._new_gaussian(prior_alpha=0.0, fit_prior=True)
 
     def _params(self) -> dict[str, Any]:
         return {
             "var_smoothing": self.var_smoothing,
+            "var_smoothing_mode": self.var_smoothing_mode,
             "class_prior": self.class_prior,
             **self._cap_params(),
         }

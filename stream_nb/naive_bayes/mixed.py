@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -13,7 +13,7 @@ from stream_nb._exceptions import (
     ModelStateError,
 )
 from stream_nb._mle import resolve_zero_terms_one, split_terms_one
-from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior, check_nonneg
+from stream_nb._params import check_alpha, check_bool, check_cap, check_class_prior
 from stream_nb._state import (
     CATEGORY_TYPES,
     check_categories,
@@ -23,10 +23,12 @@ from stream_nb._state import (
     read_mapping,
     read_pairs,
 )
-from stream_nb.base import Capabilities
-from stream_nb.limits import MAX_VAR_SMOOTHING, check_number
+from stream_nb.base import Capabilities, Learner
+from stream_nb.limits import check_number
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.naive_bayes._gaussian_scores import joint_log_likelihood
+from stream_nb.naive_bayes._gaussian_stats import FEATURE, check_var_smoothing
+from stream_nb.naive_bayes._numeric_bins import NumericBins, check_bin_params
 from stream_nb.naive_bayes.gaussian import _GaussianLearner
 
 __all__ = ["NaiveBayes"]
@@ -34,7 +36,10 @@ __all__ = ["NaiveBayes"]
 CATEGORICAL = "categorical"
 GAUSSIAN = "gaussian"
 NUMERIC = "numeric"  # the schema word the semi-naive learners use; modelled as GAUSSIAN
-_KINDS = (CATEGORICAL, NUMERIC, GAUSSIAN)
+BINS = "bins"
+_KINDS = (CATEGORICAL, NUMERIC, GAUSSIAN, BINS)
+#: The values of ``numeric``: how a feature inferred numeric is modelled.
+_NUMERIC_MODES = (GAUSSIAN, BINS)
 
 #: Plans (how an event's keys split into kinds) are cached by key tuple; the
 #: cache is emptied when it reaches this size (sparse events have many key sets).
@@ -43,8 +48,10 @@ _MAX_PLANS = 512
 
 class _Plan(NamedTuple):
     all_gaussian: bool
-    gaussian: tuple[str, ...]
+    gaussian: tuple[str, ...]  # (with the binned features still warming up)
     categorical: tuple[str, ...]
+    warming: tuple[str, ...] = ()  # binned features still warming up
+    binned: tuple[str, ...] = ()  # binned features with cut points
 
 
 def _kind_of(value: Any) -> str:
@@ -57,10 +64,11 @@ def _kind_of(value: Any) -> str:
 class NaiveBayes(_GaussianLearner):
     """Naive Bayes for events with both categorical and numeric features.
 
-    Each feature is *categorical* or *Gaussian*. ``schema`` fixes the kind of
-    the features it names; any other feature takes the kind of the first
-    non-``None`` value learned for it: ``int``/``float`` (not ``bool``) makes
-    it Gaussian, anything else (``str``, ``bool``, …) categorical. The kind
+    Each feature is *categorical*, *Gaussian* or *binned*. ``schema`` fixes the
+    kind of the features it names, and a feature of ``bin_edges`` is binned; any
+    other feature takes the kind of the first non-``None`` value learned for it:
+    ``int``/``float`` (not ``bool``) makes it numeric, Gaussian or binned by
+    ``numeric``, anything else (``str``, ``bool``, …) categorical. The kind
     never changes afterwards. A later value of the other type is handled
     by the kind: a categorical feature takes any hashable value as one more
     category (``3`` and ``"3"`` are different categories), while a Gaussian
@@ -75,9 +83,13 @@ class NaiveBayes(_GaussianLearner):
       :func:`stream_nb._params.log_prior`; ``fit_prior=False`` gives ``1/K``,
       ``class_prior`` fixes it);
     - categorical: ``log((N_{y,i,v} + α) / (N_{y,i} + S_i α))``;
+    - binned: the categorical term of the value's bin ``bisect_right(edges, x_f)``
+      (the recipe ``pd.cut`` + CategoricalNB, online); until a feature's cut
+      points are known it is modelled by its Gaussian, see below;
     - Gaussian: ``-½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)`` with
-      ``σ² = M2/n + ε``, ``ε = var_smoothing × max_f V_f`` over the Gaussian
-      features (see :class:`~stream_nb.GaussianNB`).
+      ``σ² = M2/n + ε_f``, ``ε_f = var_smoothing × V_f`` (``var_smoothing_mode=
+      "feature"``) or ``var_smoothing × max_f V_f`` over the Gaussian features
+      (``"global"``), as in :class:`~stream_nb.GaussianNB`.
 
     Parameters
     ----------
@@ -85,11 +97,33 @@ class NaiveBayes(_GaussianLearner):
         Smoothing constant α ≥ 0 of the prior and the categorical terms (0: maximum
         likelihood, see :class:`~stream_nb.CategoricalNB`).
     var_smoothing
-        Fraction of the largest numeric feature variance added to every variance.
+        As in :class:`~stream_nb.GaussianNB` (over the Gaussian features).
+    var_smoothing_mode
+        ``"feature"`` or ``"global"``, as in :class:`~stream_nb.GaussianNB`.
     schema
-        Optional ``{feature: "categorical" | "numeric"}`` overriding type inference.
-        A ``"numeric"`` feature is modelled by one Gaussian per class; ``"gaussian"``
-        is accepted as an alias of ``"numeric"`` (the parameter keeps the word given).
+        Optional ``{feature: "categorical" | "numeric" | "bins"}`` overriding type
+        inference. A ``"numeric"`` feature is modelled by one Gaussian per class
+        (``"gaussian"`` is accepted as an alias; the parameter keeps the word
+        given), a ``"bins"`` feature is binned.
+    numeric
+        How a feature inferred numeric is modelled: ``"gaussian"`` (default) or
+        ``"bins"``.
+    bin_edges
+        ``{feature: cut points}`` fixed from the start (strictly increasing,
+        finite); those features are binned whatever ``numeric`` says. The bin of
+        ``x`` is ``bisect_right(edges, x)``: ``edges = numpy.linspace(lo, hi,
+        6)[1:-1]`` reproduces scikit-learn's ``KBinsDiscretizer(n_bins=5,
+        strategy="uniform")``.
+    n_bins, warmup, strategy
+        For a binned feature without ``bin_edges``: its first values, up to a
+        total weight ``warmup``, place at most ``n_bins − 1`` cut points
+        (``strategy="frequency"``: equal frequency, ``"width"``: equal width over
+        their range; see :class:`~stream_nb.seminaive.discretise.Discretiser`),
+        then frozen. Until then the feature is Gaussian (learned and scored as
+        one); when they freeze its Gaussian statistics are dropped and its
+        values so far are replayed, in order, as bins: the model is then
+        exactly the one given those cut points as ``bin_edges`` from the start.
+        A binned model has no batch kernel (its batches take the per-event path).
     fit_prior
         Learn class priors; ``False`` gives the uniform prior ``1/K``.
     class_prior
@@ -122,7 +156,7 @@ class NaiveBayes(_GaussianLearner):
     """
 
     _NUMERIC_HINT = (
-        "NaiveBayes fixed {feature!r} as Gaussian (numeric) from its first value: send "
+        "NaiveBayes fixed {feature!r} as numeric (Gaussian or binned) from its first value: send "
         "numbers, or pass schema={{{feature!r}: 'categorical'}} to treat it as categorical"
     )
 
@@ -143,15 +177,26 @@ class NaiveBayes(_GaussianLearner):
         entries = []  # (alpha=0: no categorical entry, see CategoricalNB.informative_features)
         if alpha:
             entries = categorical_entries(labels, present, counts, alpha, self.class_prior, top)
-        entries += gaussian_entries(self.gaussian.to_state(), self.var_smoothing, self.class_prior)
+        entries += gaussian_entries(
+            self.gaussian.to_state(),
+            self.var_smoothing,
+            self.class_prior,
+            per_feature=self.gaussian.per_feature,
+        )
         return entries
 
     def __init__(
         self,
         alpha: float = 1.0,
         *,
-        var_smoothing: float = 1e-9,
+        var_smoothing: float | None = None,
+        var_smoothing_mode: str = FEATURE,
         schema: Mapping[str, str] | None = None,
+        numeric: str = GAUSSIAN,
+        bin_edges: Mapping[Hashable, Sequence[float]] | None = None,
+        n_bins: int = 10,
+        warmup: int = 100,
+        strategy: str = "frequency",
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_values_per_feature: int | None = None,
@@ -162,14 +207,36 @@ class NaiveBayes(_GaussianLearner):
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
         self.alpha = check_alpha(alpha, allow_zero=self._ALPHA_ZERO)
-        self.var_smoothing = check_nonneg(var_smoothing, "var_smoothing", MAX_VAR_SMOOTHING)
+        self.var_smoothing, self.var_smoothing_mode = check_var_smoothing(
+            var_smoothing, var_smoothing_mode
+        )
         self.schema = _check_schema(schema)
+        if numeric not in _NUMERIC_MODES:
+            raise ConfigError(f"numeric must be 'gaussian' or 'bins', got {numeric!r}")
+        self.numeric = numeric
+        self.bin_edges, self.n_bins, self.warmup, self.strategy = check_bin_params(
+            bin_edges, n_bins, warmup, strategy
+        )
+        for f in self.bin_edges or {}:
+            if _schema_kinds(self.schema).get(f, BINS) != BINS:
+                raise ConfigError(
+                    f"bin_edges[{f!r}]: schema makes {f!r} {_schema_kinds(self.schema)[f]!r}; "
+                    "bin_edges are for binned features: drop one of the two"
+                )
+        self.bins = NumericBins(
+            n_bins=self.n_bins, warmup=self.warmup, bin_edges=self.bin_edges, strategy=self.strategy
+        )
+        #: Whether any feature may be binned (then there is no batch kernel).
+        self._binning = (
+            numeric == BINS or bool(self.bin_edges) or BINS in (self.schema or {}).values()
+        )
         self.fit_prior = check_bool(fit_prior, "fit_prior")
         self.class_prior = check_class_prior(class_prior)
         self.gaussian = self._new_gaussian(prior_alpha=self.alpha, fit_prior=self.fit_prior)
         # the kind of every feature met so far (and of every schema feature)
         self._kinds: dict[Hashable, str] = {}
         self._kinds.update(_schema_kinds(self.schema))
+        self._kinds.update(dict.fromkeys(self.bin_edges or {}, BINS))
         self._plans: dict[tuple[str, ...], _Plan] = {}
         #: The categorical statistics, as CategoricalNB's (the classes are counted in the
         #: Gaussian part, so they learn with event=False and keep no class weights).
@@ -182,11 +249,23 @@ class NaiveBayes(_GaussianLearner):
         return {
             "alpha": self.alpha,
             "var_smoothing": self.var_smoothing,
+            "var_smoothing_mode": self.var_smoothing_mode,
             "schema": self.schema,
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
             "max_values_per_feature": self.max_values_per_feature,
+            **self._numeric_params(),
             **self._cap_params(),
+        }
+
+    def _numeric_params(self) -> dict[str, Any]:
+        """The parameters of binned numbers (a subclass without them returns ``{}``)."""
+        return {
+            "numeric": self.numeric,
+            "bin_edges": self.bin_edges,
+            "n_bins": self.n_bins,
+            "warmup": self.warmup,
+            "strategy": self.strategy,
         }
 
     def _n_features(self) -> int:
@@ -199,7 +278,15 @@ class NaiveBayes(_GaussianLearner):
         """Whether one more categorical feature may be learned (``max_features``)."""
         return bool(self._admit(self._n_features()))
 
+    @property
+    def columns_supported(self) -> bool:
+        """:attr:`Learner.columns_supported`, ``False`` when numbers may be binned: such a
+        model has no batch kernel (the engine then builds no columns for it)."""
+        return not self._binning and super().columns_supported
+
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        if self._binning:
+            return None  # binned numbers: the per-event path
         plan = self._plans.get(names)
         if plan is None and self._kinds.keys() >= set(names):
             # every kind is known: the plan is determined (and cached) whether or not an
@@ -219,7 +306,8 @@ class NaiveBayes(_GaussianLearner):
         return list(self.gaussian.labels), self.categorical.present, self.categorical.counts
 
     def kinds(self) -> dict[Hashable, str]:
-        """The kind (``"categorical"`` or ``"gaussian"``) of every feature known so far, by name."""
+        """The kind (``"categorical"``, ``"gaussian"`` or ``"bins"``) of every feature known
+        so far, by name."""
         return dict(sorted(self._kinds.items(), key=lambda item: repr(item[0])))
 
     # ------------------------------------------------------------------ plans
@@ -228,6 +316,8 @@ class NaiveBayes(_GaussianLearner):
         kinds = self._kinds
         gaussian: list[str] = []
         categorical: list[str] = []
+        warming: list[str] = []
+        binned: list[str] = []
         complete = True
         for f, value in x.items():
             kind = kinds.get(f)
@@ -241,9 +331,23 @@ class NaiveBayes(_GaussianLearner):
                     continue  # unknown at prediction time: contributes nothing
                 check_feature_names((f,))
                 kind = _kind_of(value)
+                if kind == GAUSSIAN:
+                    kind = self.numeric
+            if kind == BINS:
+                if self.bins.frozen(f):
+                    binned.append(f)
+                    continue
+                warming.append(f)
+                kind = GAUSSIAN  # (modelled by its Gaussian until its cut points freeze)
             (gaussian if kind == GAUSSIAN else categorical).append(f)
         # all_gaussian: x itself can go to the Gaussian part (no feature to drop)
-        plan = _Plan(len(gaussian) == len(x), tuple(gaussian), tuple(categorical))
+        plan = _Plan(
+            len(gaussian) == len(x) and not warming,
+            tuple(gaussian),
+            tuple(categorical),
+            tuple(warming),
+            tuple(binned),
+        )
         if complete:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
@@ -265,11 +369,44 @@ class NaiveBayes(_GaussianLearner):
         for f, value in cat:
             if value.__class__ not in CATEGORY_TYPES:
                 check_categories(x, (f,))
+        hint = self._NUMERIC_HINT
+        bins = self.bins
+        cat += [
+            (f, bins.bin(f, check_number(f, x[f], hint))) for f in plan.binned if x[f] is not None
+        ]
         self.gaussian.learn({f: x[f] for f in plan.gaussian}, y, w)
         self.categorical.learn(cat, y, w, False)  # (event=False: counted in the Gaussian part)
         if fresh:
+            self._fix_kinds([*plan.warming, *plan.binned], BINS)
             self._fix_kinds(plan.gaussian, GAUSSIAN)
             self._fix_kinds([f for f, _ in cat], CATEGORICAL)
+        for f in plan.warming:
+            value = x[f]
+            if (
+                value is not None
+                and f in self.gaussian.feature_index
+                and bins.warm(f, value, y, w, w * self._scale)
+            ):
+                self._freeze(f)
+
+    def defer_binning(self) -> None:
+        """Cut points freeze only from a merge, never from this model's own sample: under
+        model sync the shared base model decides them (features warming up stay Gaussian)."""
+        self.bins.discretiser.defer()
+
+    def _prepare_delta(self, delta: Learner) -> None:
+        assert isinstance(delta, NaiveBayes)
+        delta.bins.discretiser.bin_like(self.bins.discretiser)  # the same cut points
+
+    def _freeze(self, feature: Hashable) -> None:
+        """``feature``'s cut points are known: drop its Gaussian statistics and learn its
+        recorded values, in order, as bins (see ``bin_edges``)."""
+        self.gaussian.drop_feature(feature)
+        bins = self.bins
+        learn = self.categorical.learn
+        for value, y, w in bins.take(feature):
+            learn([(feature, bins.bin(feature, value))], y, w, False)
+        self._plans = {}
 
     def _recorded_kinds(self, names: tuple[str, ...]) -> None:
         self._fix_kinds(self.gaussian.order, GAUSSIAN)
@@ -278,9 +415,12 @@ class NaiveBayes(_GaussianLearner):
     def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
         """Record the kind of the features that now have statistics."""
         kinds = self._kinds
-        learned = self.gaussian.feature_index if kind == GAUSSIAN else self.categorical.present
+        gaussian = self.gaussian.feature_index
+        categorical = self.categorical.present
         for f in features:
-            if f in learned:
+            if f in (categorical if kind == CATEGORICAL else gaussian) or (
+                kind == BINS and f in categorical
+            ):
                 kinds.setdefault(f, kind)
 
     # ------------------------------------------------------------------ scoring
@@ -304,6 +444,13 @@ class NaiveBayes(_GaussianLearner):
         except TypeError:
             self.categorical.check_hashable(x, features)  # names an unhashable value
             raise
+        if plan.binned:
+            hint = self._NUMERIC_HINT
+            bins = self.bins
+            binned = {
+                f: bins.bin(f, check_number(f, x[f], hint)) for f in plan.binned if x[f] is not None
+            }
+            self.categorical.add_terms(jll, binned, binned, alpha)
         return jll
 
     # ------------------------------------------------------------------ merge / scale / state
@@ -314,7 +461,17 @@ class NaiveBayes(_GaussianLearner):
                 f"cannot merge NaiveBayes models that gave features different kinds: {clash}; "
                 "fix the kinds with the same schema in both"
             )
-        self.gaussian.merge(other.gaussian, factor)
+        bins, their_bins = self.bins, other.bins
+        bins.check_merge(their_bins)
+        # a feature the other model froze first: freeze it here with its cut points
+        for f, edges in their_bins.discretiser.edges.items():
+            if not bins.frozen(f):
+                bins.freeze(f, edges)
+                if f in self.gaussian.feature_index:
+                    self._freeze(f)
+        # a feature still warming up there but binned here: bin its records
+        binned_here = [f for f in their_bins.records if bins.frozen(f)]
+        self.gaussian.merge(other.gaussian, factor, exclude=set(binned_here))
         mine, theirs = self.categorical, other.categorical
         room = None  # new categorical features that may be learned (None: no bound)
         if self.max_features is not None:
@@ -322,6 +479,19 @@ class NaiveBayes(_GaussianLearner):
         keep = mine.admitted(theirs, room)
         unbounded = keep is None and self.max_values_per_feature is None
         mine.merge(theirs, factor, None if unbounded else mine.value_map(theirs, keep))
+        for f in binned_here:
+            for value, y, w in their_bins.records[f]:
+                mine.learn([(f, bins.bin(f, value))], y, w * factor, False)
+        # a feature warming up in both: the records add up; the samples merge (and may
+        # freeze the cut points, as one model learning both streams would)
+        for f, records in their_bins.records.items():
+            if not bins.frozen(f) and f in self.gaussian.feature_index:
+                bins.records.setdefault(f, []).extend((v, y, w * factor) for v, y, w in records)
+        bins.discretiser.merge(their_bins.discretiser, self.gaussian.feature_index)
+        for f in list(bins.records):
+            if bins.frozen(f):
+                self._freeze(f)
+        self._plans = {}
         if self.max_values_per_feature is None and self.max_features is None:
             self._kinds.update(other._kinds)
             return
@@ -335,17 +505,28 @@ class NaiveBayes(_GaussianLearner):
     def _rescale(self, factor: float) -> None:
         self.gaussian.rescale(factor)
         self.categorical.rescale(factor)
+        self.bins.rescale(factor)
 
     def _stats_to_state(self) -> dict[str, Any]:
-        return {
+        state = {
             "gaussian": self.gaussian.to_state(),
             "kinds": pairs(self._kinds),
             **self.categorical.to_state(classes=False),
         }
+        if self._binning:
+            state["bins"] = self.bins.to_state()
+        return state
 
     def _stats_from_state(self, stats: Mapping[str, Any]) -> None:
-        stats = read_mapping(stats, "stats", ("gaussian", "kinds", "present", "counts"))
+        fields = ("gaussian", "kinds", "present", "counts")
+        stats = read_mapping(stats, "stats", (*fields, "bins") if self._binning else fields)
         self.gaussian.from_state(stats["gaussian"], "stats.gaussian", self.max_features)
+        bins = self.bins
+        if self._binning:
+            bins.load_state(stats["bins"], "stats.bins")
+            for f, edges in (self.bin_edges or {}).items():
+                if not bins.frozen(f) or bins.edges(f) != edges:
+                    raise ModelStateError(f"stats.bins: the cut points of {f!r} are not bin_edges'")
 
         def kind_of(value: Any, where: str) -> str:
             if value not in _KINDS:
@@ -362,10 +543,13 @@ class NaiveBayes(_GaussianLearner):
             class_weight=dict(zip(self.gaussian.labels, self.gaussian.class_weight, strict=True)),
         )
         present = categorical.present
-        if any(kinds.get(f) != GAUSSIAN for f in self.gaussian.features) or any(
-            kinds.get(f) != CATEGORICAL for f in present
-        ):
+        if any(
+            kinds.get(f) != (BINS if f in bins.records else GAUSSIAN)
+            for f in self.gaussian.features
+        ) or any(kinds.get(f) != (BINS if bins.frozen(f) else CATEGORICAL) for f in present):
             raise ModelStateError("stats.kinds: feature statistics do not match the feature kinds")
+        if any(f not in self.gaussian.feature_index for f in bins.records):
+            raise ModelStateError("stats.bins.records: a feature warming up has no statistics")
         for f, kind in kinds.items():
             if _schema_kinds(self.schema).get(f, kind) != kind:
                 raise ModelStateError(f"stats.kinds[{f!r}]: {kind!r} contradicts the schema")
@@ -381,7 +565,7 @@ class NaiveBayes(_GaussianLearner):
 
     def _size(self) -> tuple[int, int, int]:
         classes, features, stored = self.gaussian.size()
-        stored += self.categorical.size()
+        stored += self.categorical.size() + self.bins.size()
         return classes, features + len(self.categorical.present), stored
 
 
@@ -405,8 +589,8 @@ def _check_schema(schema: Any) -> dict[str, str] | None:
             raise ConfigError(f"schema: {exc}") from None
         if kind not in _KINDS:
             raise ConfigError(
-                f"schema[{feature!r}] must be 'categorical' or 'numeric' (alias 'gaussian'), "
-                f"got {kind!r}"
+                f"schema[{feature!r}] must be 'categorical', 'numeric' (alias 'gaussian') or "
+                f"'bins', got {kind!r}"
             )
         out[feature] = kind
     return out

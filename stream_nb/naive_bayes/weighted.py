@@ -100,7 +100,7 @@ class WeightedNB(NaiveBayes):
 
     Parameters
     ----------
-    alpha, var_smoothing, schema, fit_prior, class_prior, max_values_per_feature
+    alpha, var_smoothing, var_smoothing_mode, schema, fit_prior, class_prior, max_values_per_feature
         As in :class:`~stream_nb.NaiveBayes`.
     eta0
         First step size η₀ ≥ 0 (0: the weights stay 1 and the model is NaiveBayes).
@@ -150,7 +150,8 @@ class WeightedNB(NaiveBayes):
         eta0: float = 0.02,
         tau: float | None = 1000.0,
         l2: float = 0.0,
-        var_smoothing: float = 1e-9,
+        var_smoothing: float | None = None,
+        var_smoothing_mode: str = "feature",
         schema: Mapping[str, str] | None = None,
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
@@ -162,6 +163,7 @@ class WeightedNB(NaiveBayes):
         super().__init__(
             alpha,
             var_smoothing=var_smoothing,
+            var_smoothing_mode=var_smoothing_mode,
             schema=schema,
             fit_prior=fit_prior,
             class_prior=class_prior,
@@ -185,6 +187,9 @@ class WeightedNB(NaiveBayes):
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "eta0": self.eta0, "tau": self.tau, "l2": self.l2}
+
+    def _numeric_params(self) -> dict[str, Any]:
+        return {}  # (numbers are Gaussian: no binning parameters)
 
     # ------------------------------------------------------------------ scoring
     def _terms(self, x: Mapping[str, Any]) -> Terms | None:

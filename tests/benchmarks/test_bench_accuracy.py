@@ -123,7 +123,7 @@ def test_bench_accuracy_matches_river_and_the_prequential_evaluator(tmp_path: Pa
     header = "| stream | `CategoricalNB()` | `NaiveBayes()` | `AODE()` | `river GaussianNB()` |"
     assert header in table
     assert "| iris | " in table and "**" in table  # best of a row marked
-    assert "## AODE: the discretiser's warm-up" in table
+    assert "## Binned numbers: the discretiser's warm-up" in table
     assert (tmp_path / "accuracy.png").stat().st_size > 0
     # the report re-renders from the JSON alone, to the same bytes
     again = tmp_path / "again"

@@ -214,7 +214,7 @@ def gaussian_events(seed: int, n: int) -> list[Event]:
 
 
 def brute_gaussian(
-    events: Sequence[Event], weights: Sequence[float], var_smoothing: float
+    events: Sequence[Event], weights: Sequence[float], var_smoothing: float, mode: str
 ) -> dict[str, tuple[float, Any, Any]]:
     """Weighted two-pass moments, the model's ε, the divergence integrated numerically."""
     feats = sorted(events[0][0])
@@ -223,9 +223,10 @@ def brute_gaussian(
     ys = np.array([y for _, y, _ in events])
     mean_all = np.average(x_all, axis=0, weights=w_all)
     var_all = np.average((x_all - mean_all) ** 2, axis=0, weights=w_all)
-    eps = max(var_smoothing * var_all.max(), 1e-300)
     out = {}
     for j, f in enumerate(feats):
+        scale = var_all[j] if mode == "feature" else var_all.max()
+        eps = max(var_smoothing * scale, 1e-300)
         moments = {}
         for y in sorted(set(ys)):
             xs, ws = x_all[ys == y, j], w_all[ys == y]
@@ -243,13 +244,14 @@ def brute_gaussian(
     return out
 
 
+@pytest.mark.parametrize("mode", ["feature", "global"])
 @pytest.mark.parametrize("half_life", [None, 400.0])
 @pytest.mark.parametrize("cls", [GaussianNB, NaiveBayes])
-def test_gaussian_scores_match_integrated_divergence(cls: Any, half_life: Any) -> None:
+def test_gaussian_scores_match_integrated_divergence(cls: Any, half_life: Any, mode: str) -> None:
     events = gaussian_events(5, 900)
-    model = learn(cls(var_smoothing=1e-3, half_life=half_life), events)
+    model = learn(cls(var_smoothing=1e-3, var_smoothing_mode=mode, half_life=half_life), events)
     entries = informative_features(model, None)
-    expected = brute_gaussian(events, decayed(events, half_life), 1e-3)
+    expected = brute_gaussian(events, decayed(events, half_life), 1e-3, mode)
     got = by_key(entries, "feature")
     assert set(got) == set(expected)
     for f, (d, favours, against) in expected.items():

@@ -96,27 +96,39 @@ def gaussian_terms(
     weights: Sequence[float],
     x: Mapping[str, Any],
     classes: Sequence[Hashable],
-    var_smoothing: float,
+    var_smoothing: float | None = None,
     numeric: set[str] | None = None,
+    mode: str = "feature",
 ) -> dict[Hashable, float]:
     """Σ_f log N(x_f; μ_yf, σ²_yf) per class, over the features that every class has learned.
 
     ``numeric`` restricts the features considered (NaiveBayes' Gaussian ones).
+    ``mode``: ``"feature"``, ``ε_f = var_smoothing × V_f`` (a feature with
+    ``V_f = 0`` left out), or ``"global"``, ``ε = var_smoothing × max_f V_f``
+    (nothing when that is 0); both floored at 1e-90. ``var_smoothing=None``:
+    1e-2 for ``"feature"``, 1e-9 for ``"global"``.
     """
+    if var_smoothing is None:
+        var_smoothing = 1e-2 if mode == "feature" else 1e-9
     values: dict[str, list[tuple[float, float, Hashable]]] = {}
     for (ex, y, _), w in zip(events, weights, strict=True):
         for f, v in ex.items():
             if v is not None and (numeric is None or f in numeric):
                 values.setdefault(f, []).append((float(v), w, y))
-    variances = [weighted_moments([(v, w) for v, w, _ in vs])[2] for vs in values.values()]
-    max_var = max(variances, default=0.0)
+    variances = {f: weighted_moments([(v, w) for v, w, _ in vs])[2] for f, vs in values.items()}
+    max_var = max(variances.values(), default=0.0)
     out = dict.fromkeys(classes, 0.0)
-    if max_var == 0.0:
+    if mode == "global" and max_var == 0.0:
         return out  # every feature constant: equal terms for every class, left out
-    eps = max(var_smoothing * max_var, MIN_VARIANCE)
     for f, v in x.items():
         if v is None or f not in values:
             continue
+        if mode == "feature":
+            if variances[f] == 0.0:
+                continue  # constant so far: equal terms for every class, left out
+            eps = max(var_smoothing * variances[f], MIN_VARIANCE)
+        else:
+            eps = max(var_smoothing * max_var, MIN_VARIANCE)
         by_class = {y: [(u, w) for u, w, c in values[f] if c == y] for y in classes}
         if not all(by_class.values()):
             continue  # some scored class has no statistics for f

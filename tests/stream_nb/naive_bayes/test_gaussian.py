@@ -2,8 +2,9 @@
 
 The reference recomputes the documented formulas from the raw list of events::
 
-    σ²_yf      = Σ w (x - μ_yf)² / Σ w  +  ε,   μ_yf = Σ w x / Σ w   (class y, feature f)
-    ε          = var_smoothing × max_f V_f       (V_f over all events, floored at 1e-90)
+    σ²_yf      = Σ w (x - μ_yf)² / Σ w  +  ε_f,   μ_yf = Σ w x / Σ w   (class y, feature f)
+    ε_f        = var_smoothing × V_f             (var_smoothing_mode="feature", V_f = 0: left out)
+    ε_f        = var_smoothing × max_f V_f       ("global"; V_f over all events, floors 1e-90)
     log P(y)   = log(N_y / N)
     log p(x|y) = Σ_f -½ (log(2π σ²_yf) + (x_f - μ_yf)² / σ²_yf)
 
@@ -36,23 +37,24 @@ from oracles import (
 )
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
-from stream_nb import ConfigError, GaussianNB, InvalidEventError, Learner
+from stream_nb import ConfigError, GaussianNB, IncompatibleModelError, InvalidEventError, Learner
 
 
 # ------------------------------------------------------------------ brute force
 def reference_log_proba(
     events: Sequence[Event],
     x: Mapping[str, Any],
-    var_smoothing: float = 1e-9,
+    var_smoothing: float | None = None,
     class_prior: Mapping[Hashable, float] | None = None,
     half_life: float | None = None,
+    var_smoothing_mode: str = "feature",
 ) -> dict[Hashable, float]:
     """GaussianNB's ``log P(y | x)`` recomputed from the raw events."""
     if not events:
         return {}
     weights = decayed_weights(events, half_life)
     jll = log_prior(class_weights(events, weights), math.fsum(weights), 0.0, True, class_prior)
-    terms = gaussian_terms(events, weights, x, list(jll), var_smoothing)
+    terms = gaussian_terms(events, weights, x, list(jll), var_smoothing, None, var_smoothing_mode)
     return normalise({y: jll[y] + terms[y] for y in jll})
 
 
@@ -104,18 +106,85 @@ def run_prequential(
 
 
 # ------------------------------------------------------------------ the formulas
+MODES = ["feature", "global"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("var_smoothing", [1e-9, 1e-3, 0.5])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_every_prequential_step_matches_brute_force(var_smoothing: float, weighted: bool) -> None:
+def test_every_prequential_step_matches_brute_force(
+    var_smoothing: float, weighted: bool, mode: str
+) -> None:
     events = random_stream(seed=int(var_smoothing * 1e9) % 97 + weighted, n=120, weighted=weighted)
-    model = GaussianNB(var_smoothing=var_smoothing)
-    run_prequential(model, events, reference_log_proba, var_smoothing=var_smoothing)
+    model = GaussianNB(var_smoothing=var_smoothing, var_smoothing_mode=mode)
+    run_prequential(
+        model, events, reference_log_proba, var_smoothing=var_smoothing, var_smoothing_mode=mode
+    )
 
 
-def test_dense_stream_matches_brute_force() -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_dense_stream_matches_brute_force(mode: str) -> None:
     # every event has every feature in the same order: the fast path throughout
     events = random_stream(seed=5, n=150, weighted=True, dense=True)
-    run_prequential(GaussianNB(), events, reference_log_proba, extra_probes=False)
+    run_prequential(
+        GaussianNB(var_smoothing_mode=mode),
+        events,
+        reference_log_proba,
+        extra_probes=False,
+        var_smoothing_mode=mode,
+    )
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_per_feature_rule_leaves_out_constant_features(dense: bool) -> None:
+    # "k" is constant overall (left out), "c" constant within class a only (ε_c > 0),
+    # "late" constant until late: the dense path filters, the general path skips
+    rng = random.Random(4)
+    events: list[Event] = []
+    for i in range(120):
+        y = rng.choice("ab")
+        x: dict[str, Any] = {"k": 7.0, "c": 2.0 if y == "a" else rng.gauss(3.0, 1.0)}
+        x["f"] = rng.gauss(1.0 if y == "a" else -1.0, 1.0)
+        x["late"] = 0.0 if i < 60 else rng.gauss(0.0, 1e6)
+        if not dense and rng.random() < 0.3:
+            del x["f"]
+        events.append((x, y, rng.choice([1.0, 0.5])))
+    model = GaussianNB(var_smoothing=1e-3)
+    checked = run_prequential(
+        model, events, reference_log_proba, extra_probes=False, var_smoothing=1e-3
+    )
+    assert checked == len(events)
+    probe = {"k": 1e9, "c": 2.0, "f": 0.0, "late": 3.0}  # k's odd value changes nothing
+    assert_close(
+        model.predict_log_proba_one(probe),
+        model.predict_log_proba_one({**probe, "k": 7.0}),
+        1e-12,
+    )
+    assert model.predict_proba_one({**probe, "c": 2.5})["b"] > 0.99  # ε_c: 1e-3 × V_c
+
+
+def test_per_feature_rule_is_invariant_to_one_features_scale() -> None:
+    # an Agrawal-like pair: a feature in the 1e5 range cannot swamp one in the units
+    # range under the per-feature rule; the global rule's ε = 1e-9 × 1e10 does
+    rng = random.Random(6)
+    events = []
+    for _ in range(400):
+        y = rng.choice("ab")
+        small = rng.gauss(0.0 if y == "a" else 1.0, 0.3)
+        events.append(({"small": small, "big": rng.gauss(5e4, 1e5)}, y))
+    feature, scaled, glob = GaussianNB(), GaussianNB(), GaussianNB(var_smoothing_mode="global")
+    for x, y in events:
+        feature.learn_one(x, y)
+        scaled.learn_one({"small": x["small"], "big": x["big"] * 1e-6}, y)
+        glob.learn_one(x, y)
+    probe = {"small": 0.1, "big": 5e4}
+    assert_close(
+        feature.predict_log_proba_one(probe),
+        scaled.predict_log_proba_one({"small": 0.1, "big": 5e4 * 1e-6}),
+        1e-9,
+    )
+    assert feature.predict_proba_one(probe)["a"] > 0.9
+    assert glob.predict_proba_one(probe)["a"] < 0.7  # ε ≈ 10 ≫ Var(small | y) = 0.09
 
 
 def test_class_prior_scores_only_its_classes() -> None:
@@ -197,11 +266,12 @@ def test_max_variance_tracked_when_the_largest_feature_shrinks() -> None:
             del x["p" if i % 2 else "q"]
         events.append((x, rng.choice("ab"), 1.0))
     run_prequential(
-        GaussianNB(var_smoothing=0.3),
+        GaussianNB(var_smoothing=0.3, var_smoothing_mode="global"),
         events,
         reference_log_proba,
         extra_probes=False,
         var_smoothing=0.3,
+        var_smoothing_mode="global",
     )
 
 
@@ -214,7 +284,7 @@ def test_agrees_with_scikit_learn(var_smoothing: float) -> None:
     )
     y = rng.integers(0, 3, size=300)
     sk = SkGaussianNB(var_smoothing=var_smoothing).fit(X, y)
-    model = GaussianNB(var_smoothing=var_smoothing)
+    model = GaussianNB(var_smoothing=var_smoothing, var_smoothing_mode="global")
     for row, label in zip(X, y, strict=True):
         model.learn_one({f"f{j}": float(v) for j, v in enumerate(row)}, int(label))
     want = sk.predict_log_proba(X[:50])
@@ -228,7 +298,7 @@ def test_agrees_with_scikit_learn_class_prior() -> None:
     X = rng.normal(size=(200, 3))
     y = rng.integers(0, 2, size=200)
     sk = SkGaussianNB(priors=[0.9, 0.1]).fit(X, y)
-    model = GaussianNB(class_prior={0: 0.9, 1: 0.1})
+    model = GaussianNB(var_smoothing_mode="global", class_prior={0: 0.9, 1: 0.1})
     for row, label in zip(X, y, strict=True):
         model.learn_one({f"f{j}": float(v) for j, v in enumerate(row)}, int(label))
     for row, expected in zip(X[:30], sk.predict_log_proba(X[:30]), strict=True):
@@ -317,9 +387,49 @@ def test_merge_equals_learning_the_union() -> None:
         assert_close(a.predict_log_proba_one(x), reference_log_proba(events, x), TOLERANCE)
 
 
+def test_merge_refuses_another_var_smoothing_mode() -> None:
+    a, b = GaussianNB(), GaussianNB(var_smoothing=1e-2, var_smoothing_mode="global")
+    a.learn_one({"f": 1.0}, "x")
+    b.learn_one({"f": 2.0}, "x")
+    with pytest.raises(IncompatibleModelError, match=r"\['var_smoothing_mode'\]"):
+        a.merge(b)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_merge_equals_learning_the_union_in_either_mode(mode: str) -> None:
+    events = random_stream(seed=43, n=120)
+    a, b = GaussianNB(var_smoothing_mode=mode), GaussianNB(var_smoothing_mode=mode)
+    for i, (x, y, w) in enumerate(events):
+        (a if i < 50 else b).learn_one(x, y, w)
+    a.merge(b)
+    for x, _, _ in events[:30]:
+        assert_close(
+            a.predict_log_proba_one(x),
+            reference_log_proba(events, x, var_smoothing_mode=mode),
+        )
+
+
+def test_state_without_a_mode_keeps_the_global_rule() -> None:
+    # a state written before var_smoothing_mode existed: its model used scikit-learn's rule
+    model = GaussianNB(var_smoothing=1e-9, var_smoothing_mode="global")
+    for x, y, w in random_stream(seed=52, n=60):
+        model.learn_one(x, y, w)
+    state = model.to_state()
+    del state["params"]["var_smoothing_mode"]
+    copy = Learner.from_state(state)
+    assert isinstance(copy, GaussianNB) and copy.var_smoothing_mode == "global"
+    probe = {"f0": 0.3, "f1": -2.0, "f2": 40, "f3": 900.0}
+    assert copy.predict_log_proba_one(probe) == model.predict_log_proba_one(probe)
+
+
 def test_state_round_trip_predicts_identically() -> None:
     events = random_stream(seed=51, n=200)
-    for params in ({}, {"half_life": 5.0}, {"class_prior": {"a": 1.0, "b": 2.0}}):
+    for params in (
+        {},
+        {"var_smoothing_mode": "global"},
+        {"half_life": 5.0},
+        {"class_prior": {"a": 1.0, "b": 2.0}},
+    ):
         model = GaussianNB(**params)
         for i, (x, y, w) in enumerate(events):
             model.learn_one(x, y, w)
@@ -385,6 +495,7 @@ def test_none_means_missing() -> None:
         ({"var_smoothing": -1e-9}, "var_smoothing must be non-negative"),
         ({"var_smoothing": True}, "var_smoothing must be a non-negative number"),
         ({"var_smoothing": math.inf}, "var_smoothing must be non-negative and finite"),
+        ({"var_smoothing_mode": "max"}, "var_smoothing_mode must be 'feature' .* got 'max'"),
         ({"class_prior": {"a": 0.0}}, "class_prior"),
         ({"half_life": 0}, "half_life"),
     ],

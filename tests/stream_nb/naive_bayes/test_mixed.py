@@ -59,11 +59,12 @@ def reference_log_proba(
     events: Sequence[Event],
     x: Mapping[str, Any],
     alpha: float = 1.0,
-    var_smoothing: float = 1e-9,
+    var_smoothing: float | None = None,
     schema: Mapping[str, str] | None = None,
     fit_prior: bool = True,
     class_prior: Mapping[Hashable, float] | None = None,
     half_life: float | None = None,
+    var_smoothing_mode: str = "feature",
 ) -> dict[Hashable, float]:
     """NaiveBayes' ``log P(y | x)`` recomputed from the raw events."""
     if not events:
@@ -75,7 +76,9 @@ def reference_log_proba(
     kinds = kinds_of(events, schema)
     numeric = {f for f, kind in kinds.items() if kind == "gaussian"}
     known_x = {f: v for f, v in x.items() if f in numeric}
-    terms = gaussian_terms(events, weights, known_x, list(jll), var_smoothing, numeric)
+    terms = gaussian_terms(
+        events, weights, known_x, list(jll), var_smoothing, numeric, var_smoothing_mode
+    )
     for y in jll:
         jll[y] += terms[y]
     for f, value in x.items():
@@ -140,14 +143,22 @@ def prequential(model: Learner, events: Sequence[Event], **kwargs: Any) -> None:
 
 
 # ------------------------------------------------------------------ the formulas
+@pytest.mark.parametrize("mode", ["feature", "global"])
 @pytest.mark.parametrize(("alpha", "var_smoothing"), [(1.0, 1e-9), (0.3, 1e-2), (2.0, 0.5)])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_every_prequential_step_matches_brute_force(
-    alpha: float, var_smoothing: float, weighted: bool
+    alpha: float, var_smoothing: float, weighted: bool, mode: str
 ) -> None:
     events = mixed_events(seed=int(alpha * 10) + weighted, n=110, weighted=weighted)
-    model = NaiveBayes(alpha=alpha, var_smoothing=var_smoothing)
-    prequential(model, events, alpha=alpha, var_smoothing=var_smoothing)
+    model = NaiveBayes(alpha=alpha, var_smoothing=var_smoothing, var_smoothing_mode=mode)
+    prequential(model, events, alpha=alpha, var_smoothing=var_smoothing, var_smoothing_mode=mode)
+
+
+def test_default_var_smoothing_is_the_modes() -> None:
+    assert NaiveBayes().get_params()["var_smoothing"] == 1e-2
+    assert NaiveBayes().var_smoothing_mode == "feature"
+    assert NaiveBayes(var_smoothing_mode="global").var_smoothing == 1e-9
+    assert NaiveBayes(var_smoothing=0.0, var_smoothing_mode="global").var_smoothing == 0.0
 
 
 @pytest.mark.parametrize(
@@ -270,7 +281,10 @@ def test_unknown_features_are_ignored_when_predicting() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"schema": {"a": "number"}}, "must be 'categorical' or 'numeric'"),
+        (
+            {"schema": {"a": "number"}},
+            "must be 'categorical', 'numeric' \\(alias 'gaussian'\\) or 'bins'",
+        ),
         ({"schema": ["a"]}, "schema must be a mapping"),
         ({"alpha": -1}, "alpha must be non-negative"),
         ({"var_smoothing": -1.0}, "var_smoothing"),
@@ -406,6 +420,6 @@ def test_schema_says_numeric_like_the_seminaive_learners_and_gaussian_stays_an_a
         state = model.to_state()
         assert model.schema["n"] == word
         assert Learner.from_state(state).to_state() == state
-    # an unknown kind names both words
-    with pytest.raises(ConfigError, match="'categorical' or 'numeric'"):
+    # an unknown kind names every word
+    with pytest.raises(ConfigError, match="'categorical', 'numeric'"):
         NaiveBayes(schema={"n": "number"})

@@ -34,13 +34,29 @@ def test_naive_bayes_on_agrawal_equals_the_per_event_path(seed: int) -> None:
     _run(NaiveBayes, events, seed)
 
 
-def test_gaussian_nb_with_weights_equals_the_per_event_path() -> None:
+@pytest.mark.parametrize("mode", ["feature", "global"])
+def test_gaussian_nb_with_weights_equals_the_per_event_path(mode: str) -> None:
     rng = random.Random(5)
     events = [
         (x, y if rng.random() > 0.2 else None, rng.choice([1.0, 0.25, 3.0]))
         for x, y in agrawal(5, 2000, nominal=False)
     ]
-    _run(GaussianNB, events, 5)
+    _run(lambda: GaussianNB(var_smoothing_mode=mode), events, 5)
+
+
+@pytest.mark.parametrize("make", [GaussianNB, NaiveBayes])
+def test_per_feature_rule_with_constant_features_equals_the_per_event_path(make: Any) -> None:
+    # "k" constant throughout (left out), "late" constant for the first 700 events
+    # (left out until then, inside a batch too), "c" constant within class 0 only
+    rng = random.Random(12)
+    events = []
+    for i, (x, y) in enumerate(agrawal(12, 1800, nominal=make is NaiveBayes)):
+        x = dict(x)
+        x["k"] = 4.0
+        x["late"] = 1.0 if i < 700 else rng.gauss(1.0, 3.0)
+        x["c"] = 2.0 if y == 0 else rng.gauss(2.0, 0.5)
+        events.append((x, y if rng.random() > 0.1 else None, rng.choice([1.0, 1.0, 2.0])))
+    _run(lambda: make(var_smoothing=1e-3), events, 12)
 
 
 def test_new_categories_mid_batch_and_three_classes() -> None:

@@ -63,7 +63,7 @@ def reference_terms(
     events: Sequence[Event],
     x: Mapping[str, Any],
     alpha: float = 1.0,
-    var_smoothing: float = 1e-9,
+    var_smoothing: float | None = None,
     half_life: float | None = None,
 ) -> tuple[dict[Hashable, float], dict[str, dict[Hashable, float]]]:
     """``log P(y)`` and ``log P(x_f | y)`` of each contributing feature, from the raw events."""
