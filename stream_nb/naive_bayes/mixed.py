@@ -435,21 +435,25 @@ class NaiveBayes(_GaussianLearner):
             return jll
         alpha = self.alpha / self._scale  # α in raw units, see Learner
         features = plan.categorical
-        try:
-            if alpha == 0:  # maximum likelihood: zero counts resolved by stream_nb._mle's rule
-                finite, zeros = split_terms_one(jll)
-                self.categorical.add_terms_mle(finite, zeros, x, features)
-                return resolve_zero_terms_one(finite, zeros)
-            self.categorical.add_terms(jll, x, features, alpha)
-        except TypeError:
-            self.categorical.check_hashable(x, features)  # names an unhashable value
-            raise
+        binned: dict[str, Any] = {}
         if plan.binned:
             hint = self._NUMERIC_HINT
             bins = self.bins
             binned = {
                 f: bins.bin(f, check_number(f, x[f], hint)) for f in plan.binned if x[f] is not None
             }
+        try:
+            if alpha == 0:  # maximum likelihood: zero counts resolved by stream_nb._mle's rule
+                finite, zeros = split_terms_one(jll)
+                self.categorical.add_terms_mle(finite, zeros, x, features)
+                if binned:
+                    self.categorical.add_terms_mle(finite, zeros, binned, binned)
+                return resolve_zero_terms_one(finite, zeros)
+            self.categorical.add_terms(jll, x, features, alpha)
+        except TypeError:
+            self.categorical.check_hashable(x, features)  # names an unhashable value
+            raise
+        if binned:
             self.categorical.add_terms(jll, binned, binned, alpha)
         return jll
 

@@ -94,12 +94,16 @@ def test_iris_five_equal_width_bins_equal_scikit_learns_categorical_nb() -> None
     assert model.kinds() == dict.fromkeys(NAMES, "bins")
 
 
+@pytest.mark.parametrize("alpha", [1.0, 0])
 @pytest.mark.parametrize("half_life", [None, 50.0])
-def test_every_step_equals_categorical_nb_on_cut_values(half_life: float | None) -> None:
+def test_every_step_equals_categorical_nb_on_cut_values(
+    half_life: float | None, alpha: float
+) -> None:
+    # alpha=0: the bins' zero counts follow the maximum-likelihood rule with the rest
     events = numeric_stream(3, 400)
     edges = {"u": [-1.0, 0.0, 1.0, 2.5], "w": [0.2, 0.7, 1.5], "v": [2.5, 6.5]}
-    model = NaiveBayes(numeric="bins", bin_edges=edges, half_life=half_life)
-    reference = CategoricalNB(half_life=half_life)
+    model = NaiveBayes(alpha=alpha, numeric="bins", bin_edges=edges, half_life=half_life)
+    reference = CategoricalNB(alpha=alpha, half_life=half_life)
     for x, y, w in events:
         probe = {**x, "u": x["u"] * 1.3}
         for p in (x, probe, {"u": 9.0}):
