@@ -480,16 +480,36 @@ class KafkaSync:
         return self.sync(reseek=False)
 
     def final_sync(self) -> None:
-        """On a clean stop: publish the last delta and commit its offsets."""
-        if not self._caught_up or self._engine is None:
+        """On a clean stop: publish the last delta and commit its offsets; when that
+        transaction committed anything, read this worker's deltas back into the base
+        (bounded) and write a last snapshot (the engine's own final snapshot came
+        before the transaction), so the snapshot's base is the whole committed model."""
+        engine = self._engine
+        if not self._caught_up or engine is None:
             return
         # a stop is bounded: the transactional calls (and a rollback's abort) wait at
         # most CLOSE_SECONDS each here, instead of the minute they may take while running
         self._txn_seconds = min(self._txn_seconds, CLOSE_SECONDS)
+        before = (self.seq, dict(self._committed))
         try:
-            self.sync(reseek=False)
+            committed = self.sync(reseek=False) and (self.seq, self._committed) != before
+            if committed and engine.checkpointer is not None:
+                # the base holds this worker's deltas once read back from the topic: a
+                # snapshot after that read holds the whole committed model
+                if self._read_own_deltas(CLOSE_SECONDS):
+                    self._refresh_main(keep_local=True)
+                engine.checkpoint()
         except Exception as exc:  # closing: the restart or the next owner redoes the work
             log.warning("last sync on stop failed: %s", exc)
+
+    def _read_own_deltas(self, seconds: float) -> bool:
+        """Fold the sync topic until this worker's last published delta is in the base,
+        for at most ``seconds``; whether anything was folded."""
+        deadline = time.monotonic() + seconds
+        folded = False
+        while self.merged.get(self.worker_id, 0) < self.seq and time.monotonic() < deadline:
+            folded = self._fold(self._consumer.poll(timeout_ms=100)) or folded
+        return folded
 
     def _recoverable(self, exc: KafkaError) -> bool:
         """Whether a fenced or broken producer may be replaced instead of ending the daemon.

@@ -229,3 +229,41 @@ def test_two_workers_hold_the_same_tan_model_with_half_life(
     assert models[0].n_learned == len(events)
     assert orjson.dumps(models[0].to_state()) == orjson.dumps(models[1].to_state())
     assert models[0].to_state()["stats"]["discretiser"]["edges"]  # "size" was binned
+
+
+def test_a_stop_leaves_the_last_sync_in_the_snapshot(
+    kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    """The last transaction of a clean stop comes after the engine's final snapshot: a
+    snapshot written after it holds that transaction's delta in its sync base."""
+    topic = f"events-{unique}"
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
+    events = make_events(300, seed=8)
+    source = (
+        f"kafka://{kafka_bootstrap}/{topic}?group_id=g-{unique}&sync_topic=sync-{unique}"
+        "&sync_interval=600&worker_id=solo"  # no periodic sync: only the stop's
+    )
+    args = daemon_args(
+        kafka_bootstrap,
+        source,
+        f"out-{unique}",
+        f"dlq-{unique}",
+        tmp_path / "cp",
+        interval="1",
+        batch_size=50,
+    )
+    daemon = Daemon(tmp_path, "solo", args).start().wait_running()
+    try:
+        produce(kafka_bootstrap, topic, [orjson.dumps(e) for e in events], PARTITIONS)
+        wait_for(
+            lambda: len(read_topic(kafka_bootstrap, f"out-{unique}", 1)) == len(events),
+            60,
+            "every prediction",
+            daemons=[daemon],
+        )
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    assert committed_offsets(kafka_bootstrap, f"g-{unique}", topic) == {
+        p: sum(1 for e in range(len(events)) if e % PARTITIONS == p) for p in range(PARTITIONS)
+    }
+    assert_same_model(model_of(tmp_path / "cp"), reference_model(events))
