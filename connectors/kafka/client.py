@@ -27,7 +27,7 @@ from kafka.future import Future
 from stream_nb._exceptions import ConfigError, StreamNBError
 from stream_nb.connectors.base import Record
 from stream_nb.connectors.kafka.url import log
-from stream_nb.engine.runtime import abandon
+from stream_nb.engine.runtime import CallTimeout, call_within
 
 __all__ = [
     "CLIENTS",
@@ -74,30 +74,15 @@ def bounded(call: Callable[[], T], seconds: float, what: str, error: type[Stream
     ...
     stream_nb._exceptions.ConfigError: a nap did not finish within 0.05 s; the broker ...
     """
-    value: list[T] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            value.append(call())
-        except BaseException as exc:  # handed to the caller's thread
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
-    if not done.wait(seconds):
-        abandon(what)
+    try:
+        return call_within(call, seconds, what)
+    except CallTimeout as exc:
         message = (
-            f"{what} did not finish within {seconds:g} s; the broker is unreachable or "
-            "overloaded (exiting so that a supervisor restarts from the last snapshot)"
+            f"{exc}; the broker is unreachable or overloaded (exiting so that a supervisor "
+            "restarts from the last snapshot)"
         )
         log.error("%s", message)
-        raise error(message)
-    if failure:
-        raise failure[0]
-    return value[0]
+        raise error(message) from None
 
 
 class TroubleLog:

@@ -6,6 +6,9 @@ import ctypes
 import faulthandler
 import gc
 import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 
 def tune_gc(gen0: int = 50_000) -> None:
@@ -93,6 +96,55 @@ def stop_watchdog(seconds: float) -> None:
 
 #: Blocking calls a bounded wait gave up on, still running on their helper threads.
 _ABANDONED: list[str] = []
+
+T = TypeVar("T")
+
+
+class CallTimeout(Exception):
+    """A call :func:`call_within` waited for did not finish in time (it keeps running)."""
+
+
+def call_within(call: Callable[[], T], seconds: float, what: str) -> T:
+    """``call()`` on a helper thread, waited for at most ``seconds``.
+
+    The helper is a daemon thread, so a call that never returns cannot keep the
+    process alive; such a call is recorded with :func:`abandon`. The call's own
+    exception is re-raised here.
+
+    Raises
+    ------
+    CallTimeout
+        Naming ``what``, if the call did not finish in time.
+
+    Examples
+    --------
+    >>> call_within(lambda: 6 * 7, 1.0, "a sum")
+    42
+    >>> import time
+    >>> call_within(lambda: time.sleep(5), 0.05, "a nap")
+    Traceback (most recent call last):
+    ...
+    stream_nb.engine.runtime.CallTimeout: a nap did not finish within 0.05 s
+    """
+    value: list[T] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            value.append(call())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
+    if not done.wait(seconds):
+        abandon(what)
+        raise CallTimeout(f"{what} did not finish within {seconds:g} s")
+    if failure:
+        raise failure[0]
+    return value[0]
 
 
 def abandon(what: str) -> None:

@@ -4,7 +4,6 @@ its errors as kafka-python's, bounded calls, statistics and logs."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -14,7 +13,7 @@ from kafka import errors as kerrors
 
 from stream_nb.connectors.kafka.client import ClientFatalError, trouble
 from stream_nb.connectors.kafka.url import is_fatal, log
-from stream_nb.engine.runtime import abandon
+from stream_nb.engine.runtime import CallTimeout, call_within
 
 __all__ = [
     "DROPPED_OPTIONS",
@@ -144,27 +143,13 @@ def translated(fn: Callable[[], T]) -> T:
 
 
 def within(fn: Callable[[], T], seconds: float, what: str) -> T:
-    """``translated(fn)`` on a helper thread, waited for at most ``seconds`` (librdkafka's
-    synchronous commit takes no timeout): ``KafkaTimeoutError`` after that."""
-    value: list[T] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            value.append(translated(fn))
-        except BaseException as exc:  # handed to the caller's thread
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=f"stream-nb {what}", daemon=True).start()
-    if not done.wait(seconds):
-        abandon(what)
-        raise kerrors.KafkaTimeoutError(f"{what} did not finish within {seconds:g} s")
-    if failure:
-        raise failure[0]
-    return value[0]
+    """``translated(fn)`` on a helper thread, waited for at most ``seconds``
+    (librdkafka's synchronous commit takes no timeout): ``KafkaTimeoutError`` after
+    that (see :func:`~stream_nb.engine.runtime.call_within`)."""
+    try:
+        return call_within(lambda: translated(fn), seconds, what)
+    except CallTimeout as exc:
+        raise kerrors.KafkaTimeoutError(str(exc)) from None
 
 
 def librdkafka_config(options: Mapping[str, Any]) -> dict[str, Any]:
