@@ -20,6 +20,7 @@ from stream_nb import (
     NaiveBayes,
     PrequentialEvaluator,
 )
+from stream_nb.checks.engine import run_engine
 from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, mixed_stream
@@ -44,20 +45,8 @@ def _run(
     lines: list[bytes], make: type[Learner], *, columns: bool, batch_size: int = 200, **kwargs: Any
 ) -> tuple[Any, ...]:
     learner = _counting(make)()
-    sink = MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=MemorySink(),
-        evaluator=evaluator,
-        batch_size=batch_size,
-        column_path=columns,
-        **kwargs,
-    )
-    summary = engine.run()
-    return sink.values(), learner.to_state(), evaluator.report(), summary, learner.taken, learner
+    run = run_engine(learner, lines, column_path=columns, batch_size=batch_size, **kwargs)
+    return run.records, run.state, run.report, run.summary, learner.taken, learner
 
 
 def _both(lines: list[bytes], make: type[Learner] = NaiveBayes, **kwargs: Any) -> int:

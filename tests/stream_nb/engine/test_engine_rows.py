@@ -20,8 +20,8 @@ from stream_nb import (
     EventDecoder,
     Learner,
     MultinomialNB,
-    PrequentialEvaluator,
 )
+from stream_nb.checks.engine import run_engine
 from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import zipf_text
@@ -86,22 +86,9 @@ def _counting(make: Callable[[], Learner]) -> Learner:
 
 def _run(lines: list[bytes], make: Callable[[], Learner], *, rows: bool, **kwargs: Any) -> Any:
     learner = _counting(make)
-    sink, dead = MemorySink(), MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
     decoder = EventDecoder(nonnegative=type(learner).capabilities.nonnegative_counts)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=dead,
-        evaluator=evaluator,
-        decoder=decoder,
-        batch_size=150,
-        column_path=rows,
-        **kwargs,
-    )
-    summary = engine.run()
-    return sink.values(), dead.values(), learner.to_state(), evaluator.report(), summary, learner
+    run = run_engine(learner, lines, column_path=rows, batch_size=150, decoder=decoder, **kwargs)
+    return run.records, run.dead_letters, run.state, run.report, run.summary, learner
 
 
 def _both(lines: list[bytes], make: Callable[[], Learner], **kwargs: Any) -> int:

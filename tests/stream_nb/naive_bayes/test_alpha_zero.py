@@ -33,14 +33,12 @@ from stream_nb import (
     BernoulliNB,
     CategoricalNB,
     ComplementNB,
-    Engine,
     Learner,
     MultinomialNB,
     NaiveBayes,
-    PrequentialEvaluator,
     datasets,
 )
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.checks.engine import run_engine
 from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.naive_bayes._categorical_kernel import columns_of_events
 from tests.stream_nb.naive_bayes.kernel_checks import against_the_loop
@@ -595,19 +593,8 @@ def test_state_round_trip_and_merge(
 
 # ------------------------------------------------------------------ batch paths and the engine
 def _engine_run(lines: list[bytes], learner: Learner, *, column_path: bool) -> tuple[Any, ...]:
-    sink, dead = MemorySink(), MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=dead,
-        evaluator=evaluator,
-        batch_size=150,
-        column_path=column_path,
-    )
-    summary = engine.run()
-    return sink.values(), dead.values(), learner.to_state(), evaluator.report(), summary.outcomes
+    run = run_engine(learner, lines, column_path=column_path, batch_size=150)
+    return run.records, run.dead_letters, run.state, run.report, run.outcomes
 
 
 def _zero_lines(stream: list[Event]) -> list[bytes]:

@@ -14,9 +14,9 @@ import orjson
 import pytest
 from kernel_checks import Event, against_the_loop
 
-from stream_nb import CategoricalNB, Engine, PrequentialEvaluator
+from stream_nb import CategoricalNB, Engine
 from stream_nb.base import Learner
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.checks.engine import run_engine
 from stream_nb.naive_bayes._arrays import MIN_BATCH, per_event_answers
 from stream_nb.naive_bayes._categorical_kernel import columns_of_events
 
@@ -149,19 +149,8 @@ class _Counting(CategoricalNB):  # (a leading underscore: not registered as a le
 
 def _engine(lines: list[bytes], columns: bool, **params: Any) -> tuple[Any, ...]:
     learner = _Counting(**params)
-    sink = MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=MemorySink(),
-        evaluator=evaluator,
-        batch_size=200,
-        column_path=columns,
-    )
-    summary = engine.run()
-    return sink.values(), learner.to_state(), evaluator.report(), summary.outcomes, learner.taken
+    run = run_engine(learner, lines, column_path=columns, batch_size=200)
+    return run.records, run.state, run.report, run.outcomes, learner.taken
 
 
 @pytest.mark.parametrize("params", [{}, {"max_values_per_feature": 6, "alpha": 0.5}])

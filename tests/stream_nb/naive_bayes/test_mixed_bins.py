@@ -27,15 +27,13 @@ from sklearn.preprocessing import KBinsDiscretizer
 from stream_nb import (
     CategoricalNB,
     ConfigError,
-    Engine,
     IncompatibleModelError,
     InvalidEventError,
     Learner,
     NaiveBayes,
-    PrequentialEvaluator,
 )
 from stream_nb.checks import CHECKS, check_learner, suitable_events
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.checks.engine import run_engine
 from stream_nb.datasets import agrawal
 from stream_nb.seminaive.discretise import equal_frequency_edges, equal_width_edges
 
@@ -355,18 +353,10 @@ def test_the_engine_runs_a_binned_model_one_event_at_a_time() -> None:
     lines = [orjson.dumps({**x, "y": y}) for x, y in agrawal(3, 1500)]
 
     def run(column_path: bool) -> tuple[Any, ...]:
-        learner = NaiveBayes(numeric="bins", warmup=200)
-        sink, evaluator = MemorySink(), PrequentialEvaluator(window=50)
-        Engine(
-            learner,
-            ListSource(lines),
-            sink,
-            dead_letters=MemorySink(),
-            evaluator=evaluator,
-            batch_size=200,
-            column_path=column_path,
-        ).run()
-        return sink.values(), learner.to_state(), evaluator.report()
+        run = run_engine(
+            NaiveBayes(numeric="bins", warmup=200), lines, column_path=column_path, batch_size=200
+        )
+        return run.records, run.state, run.report
 
     fast, slow = run(True), run(False)
     assert fast == slow and fast[1]["stats"]["bins"]["records"] == []

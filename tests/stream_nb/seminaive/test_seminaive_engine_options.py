@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from stream_nb import AODE, TAN, Engine, Learner, PrequentialEvaluator
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb import AODE, TAN, Learner
+from stream_nb.checks.engine import run_engine
 from stream_nb.datasets import mixed_stream
 
 FACTORIES: dict[str, Callable[[], Learner]] = {
@@ -28,20 +28,8 @@ FACTORIES: dict[str, Callable[[], Learner]] = {
 
 
 def _run(lines: list[bytes], make: Callable[[], Learner], columns: bool) -> tuple[Any, ...]:
-    learner = make()
-    sink = MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=MemorySink(),
-        evaluator=evaluator,
-        batch_size=100,
-        column_path=columns,
-    )
-    summary = engine.run()
-    return sink.values(), learner.to_state(), evaluator.report(), summary.outcomes
+    run = run_engine(make(), lines, column_path=columns)
+    return run.records, run.state, run.report, run.outcomes
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from stream_nb import AODE, SPODE, Engine, Learner, PrequentialEvaluator
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb import AODE, SPODE, Learner
+from stream_nb.checks.engine import run_engine
 
 TOLERANCE = 1e-12
 
@@ -186,19 +186,8 @@ def _run(lines: list[bytes], make: Callable[[], Learner], columns: bool) -> tupl
             return out
 
     learner = Counting(**make().get_params())
-    sink = MemorySink()
-    evaluator = PrequentialEvaluator(window=50)
-    engine = Engine(
-        learner,
-        ListSource(lines),
-        sink,
-        dead_letters=MemorySink(),
-        evaluator=evaluator,
-        batch_size=100,
-        column_path=columns,
-    )
-    summary = engine.run()
-    return sink.values(), learner.to_state(), evaluator.report(), summary.outcomes, learner.taken
+    run = run_engine(learner, lines, column_path=columns)
+    return run.records, run.state, run.report, run.outcomes, learner.taken
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from stream_nb import AODE, KDB, SPODE, TAN, Engine, Learner, PrequentialEvaluator
-from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb import AODE, KDB, SPODE, TAN, Learner
+from stream_nb.checks.engine import run_engine
 
 TOLERANCE = 1e-12
 
@@ -151,18 +151,9 @@ def test_engine_column_path_equals_general_path_with_numbers(name: str) -> None:
     outputs = []
     taken = []
     for columns in (True, False):
-        sink, evaluator = MemorySink(), PrequentialEvaluator(window=50)
         learner = Counting(**make().get_params())
-        Engine(
-            learner,
-            ListSource(lines),
-            sink,
-            dead_letters=MemorySink(),
-            evaluator=evaluator,
-            batch_size=100,
-            column_path=columns,
-        ).run()
-        outputs.append((sink.values(), learner.to_state(), evaluator.report()))
+        run = run_engine(learner, lines, column_path=columns)
+        outputs.append((run.records, run.state, run.report))
         taken.append(learner.taken)
     assert outputs[0] == outputs[1]
     assert taken[0] >= 10 and taken[1] == 0, taken
