@@ -12,7 +12,10 @@ Per scored class ``y``, with ``σ² = M2 / n + ε_f`` (see
 :meth:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.epsilons`; a
 feature whose ``ε_f`` is 0 is left out)::
 
-    log P(y) − ½ Σ_f (log 2π + log σ²_yf + (x_f − μ_yf)² / σ²_yf)
+    log P(y) − ½ Σ_f w_f (log 2π + log σ²_yf + (x_f − μ_yf)² / σ²_yf)
+
+with the fixed ``feature_weights`` ``w_f`` (1 for a feature they leave out;
+a feature of weight 0 is left out). Weighted scores take the general path.
 """
 
 from __future__ import annotations
@@ -42,9 +45,15 @@ _MAX_VALUE = MAX_VALUE
 
 
 def joint_log_likelihood(
-    g: GaussianStatistics, x: Mapping[str, Any], scale: float
+    g: GaussianStatistics,
+    x: Mapping[str, Any],
+    scale: float,
+    weights: Mapping[Hashable, float] | None = None,
 ) -> dict[Hashable, float]:
-    """``log P(y) + Σ_f log N(x_f; μ_yf, σ²_yf)`` for every scored class."""
+    """``log P(y) + Σ_f w_f log N(x_f; μ_yf, σ²_yf)`` for every scored class (``w_f =
+    weights.get(f, 1)``; no ``weights``: every ``w_f`` is 1)."""
+    if weights is not None:
+        return general_scores(g, x, scale, weights)
     scores = dense_scores(g, x, scale)
     if scores is None:
         return general_scores(g, x, scale)
@@ -189,11 +198,15 @@ def _dense_feature_scores(
 
 
 def general_scores(
-    g: GaussianStatistics, x: Mapping[str, Any], scale: float
+    g: GaussianStatistics,
+    x: Mapping[str, Any],
+    scale: float,
+    weights: Mapping[Hashable, float] | None = None,
 ) -> dict[Hashable, float]:
     """Joint log-likelihoods of any event: a feature counts only when every scored
     class has statistics for it; values are checked (``non_numeric``, ``non_finite``,
-    ``out_of_range``)."""
+    ``out_of_range``). ``weights``: each feature's term times ``weights.get(f, 1)``
+    (a feature of weight 0 is left out)."""
     cw = g.class_weight
     if not cw:
         return {}
@@ -222,6 +235,8 @@ def general_scores(
     log_den = _log(den) if den > 0.0 else 0.0  # (0: every class has a fixed prior)
     eps = g.epsilons()
     items = [(j, number) for j, number in items if eps[j] > 0.0]
+    if weights is not None:
+        return _weighted_scores(g, items, weights, scored, alpha, log_den)
     const = len(items) * LOG_2PI
     out: dict[Hashable, float] = {}
     for y, k, lp in scored:
@@ -233,4 +248,32 @@ def general_scores(
             d = number - mean[j]
             total += _log(v) + d * d / v
         out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + total)
+    return out
+
+
+def _weighted_scores(
+    g: GaussianStatistics,
+    items: list[tuple[int, float]],
+    weights: Mapping[Hashable, float],
+    scored: list[tuple[Hashable, int, float | None]],
+    alpha: float,
+    log_den: float,
+) -> dict[Hashable, float]:
+    """The end of :func:`general_scores` with ``feature_weights``: ``items`` are the
+    (feature index, value) pairs scored; each term is times its feature's weight."""
+    features = g.features
+    eps = g.epsilons()
+    cw = g.class_weight
+    weighted = [(j, number, weights.get(features[j], 1.0)) for j, number in items]
+    weighted = [(j, number, w) for j, number, w in weighted if w != 0.0]
+    out: dict[Hashable, float] = {}
+    for y, k, lp in scored:
+        mean = g.mean[k]
+        var = g.var[k]
+        total = 0.0
+        for j, number, w in weighted:
+            v = var[j] + eps[j]
+            d = number - mean[j]
+            total += w * (LOG_2PI + _log(v) + d * d / v)
+        out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * total
     return out
