@@ -173,11 +173,15 @@ class _GaussianLearner(Learner):
         kernel = type(self).capabilities.column_kernel
         if not kernel or self.half_life is not None or self.class_prior is not None:
             return None
-        if self._score_weights is not None:
-            return None  # (the weighted sum is scored per event)
         categorical = self._column_split(names)
         if categorical is None:
             return None
+        weights = self._score_weights
+        gaussian_weights = None
+        if weights is not None:
+            if any(weights.get(f, 1.0) != 1.0 for f in categorical):
+                return None  # (weighted categorical terms are scored per event)
+            gaussian_weights = [weights.get(f, 1.0) for f in self.gaussian.order]
         from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
         cat, alpha = self._categorical_part()
@@ -198,6 +202,7 @@ class _GaussianLearner(Learner):
             ws,
             var_smoothing=self.var_smoothing,
             category_alpha=alpha,
+            feature_weights=gaussian_weights,
             delta=None if delta is None else delta.gaussian,
             delta_categorical=None if delta is None else delta._categorical_part()[0],
         )
@@ -287,8 +292,8 @@ class GaussianNB(_GaussianLearner):
         weight, ``log P(y) + Σ_f w_f log p(x_f | y)`` (features left out:
         ``w = 1``). A weight of 0 removes the feature from prediction while its
         statistics (and its share of ``ε``) are still learned. Models merge
-        only with equal weights; batches go to the per-event path while a
-        weight other than 1 is set.
+        only with equal weights; the batch kernel multiplies each term by its
+        weight too.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features

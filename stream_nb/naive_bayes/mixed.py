@@ -140,8 +140,9 @@ class NaiveBayes(_GaussianLearner):
         ``{feature: w >= 0}``, weights of the terms (features left out: ``w = 1``).
         A weight of 0 removes the feature from prediction while its statistics are
         still learned; with ``alpha = 0`` a weight-0 term of probability 0 is not a
-        zero term. Models merge only with equal weights; batches go to the
-        per-event path while a weight other than 1 is set.
+        zero term. Models merge only with equal weights; the batch kernel
+        weighs the Gaussian terms, a batch with a categorical feature of
+        weight other than 1 takes the per-event path.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features

@@ -7,7 +7,9 @@ Gaussian log-density, its categorical term, or the categorical term of its bin
 time, :func:`~tests.stream_nb.naive_bayes.test_alpha_zero.categorical_terms`,
 the zero-probability rule of :func:`~tests.stream_nb.naive_bayes.test_alpha_zero.resolve`),
 multiply each by its weight and leave out the features of weight 0. Every
-prequential step of random streams, to ``1e-12``.
+prequential step of random streams, to ``1e-12``. The column kernel weighs the
+Gaussian terms too (against the per-event loop as every kernel test, to 1e-9);
+a batch with a weighted categorical feature takes the per-event path.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from stream_nb import (
 )
 from stream_nb._exceptions import ConfigError
 from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.naive_bayes import _vectorised as vectorised
+from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
+from tests.stream_nb.naive_bayes.kernel_checks import against_the_loop
 from tests.stream_nb.naive_bayes.oracles import (
     Event,
     class_weights,
@@ -41,6 +46,7 @@ from tests.stream_nb.naive_bayes.oracles import (
     log_prior,
 )
 from tests.stream_nb.naive_bayes.test_alpha_zero import (
+    _column_kernel,
     assert_close,
     categorical_terms,
     prequential,
@@ -342,6 +348,52 @@ def test_state_merge_and_batch_paths(make: Callable[..., Learner], numeric_only:
     assert fast.to_state() == slow.to_state()
 
 
+def _dense_events(seed: int, n: int, numeric_only: bool, drop: tuple[str, ...] = ()) -> list[Event]:
+    """Events with every value present (``b1`` and ``drop`` left out): batches the column
+    kernel takes."""
+    return [
+        ({f: v for f, v in x.items() if f != "b1" and f not in drop}, y, w)
+        for x, y, w in mixed_events(seed, n, numeric_only=numeric_only, constant=0)
+        if None not in x.values()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("make", "numeric_only", "drop"),
+    [
+        (lambda: GaussianNB(feature_weights={"n1": 0, "n2": 2.5, "n3": 0.4}), True, ()),
+        (
+            lambda: GaussianNB(var_smoothing_mode="global", feature_weights={"n1": 3, "n3": 0}),
+            True,
+            (),
+        ),
+        (lambda: NaiveBayes(feature_weights={"n1": 0, "n2": 2.5, "c1": 1.0}), False, ()),
+        # (c1 has values of one class only: with alpha=0 every batch would go to the loop)
+        (lambda: NaiveBayes(alpha=0, feature_weights={"n3": 0, "n1": 1.5}), False, ("c1",)),
+    ],
+)
+def test_the_column_kernel_weighs_the_gaussian_terms_as_the_per_event_loop(
+    make: Callable[[], Learner], numeric_only: bool, drop: tuple[str, ...]
+) -> None:
+    events = _dense_events(9, 3000, numeric_only, drop)
+    assert against_the_loop(make, events, 9, _column_kernel, warm=100) >= 3
+
+
+def test_a_weighted_categorical_feature_takes_the_per_event_path() -> None:
+    events = _dense_events(10, 600, False)
+    model = NaiveBayes(feature_weights={"c1": 2.0})
+    for x, y, w in events[:100]:
+        model.learn_one(x, y, w)
+    xs, ys, ws = [e[0] for e in events[100:]], [e[1] for e in events[100:]], [1.0] * 400
+    assert model.predict_learn_columns(*_columns(xs), ys, ws) is None
+    assert model.n_learned == 100  # (nothing learned)
+
+
+def _columns(xs: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[list[Any]]]:
+    names = tuple(xs[0])
+    return names, [[x[f] for x in xs] for f in names]
+
+
 def _engine_run(lines: list[bytes], learner: Learner, *, column_path: bool) -> tuple[Any, ...]:
     sink = MemorySink()
     evaluator = PrequentialEvaluator(window=50)
@@ -359,16 +411,28 @@ def _engine_run(lines: list[bytes], learner: Learner, *, column_path: bool) -> t
 
 
 @pytest.mark.parametrize(
-    ("make", "numeric_only"),
+    ("make", "numeric_only", "kernel"),
     [
-        (lambda: GaussianNB(feature_weights={"n1": 0, "n2": 2.5}), True),
-        (lambda: NaiveBayes(feature_weights={"n1": 0, "c1": 2.5, "n3": 0.5}), False),
-        (lambda: NaiveBayes(alpha=0, feature_weights={"c2": 0, "n2": 3.0}), False),
+        (lambda: GaussianNB(feature_weights={"n1": 0, "n2": 2.5}), True, True),
+        (lambda: NaiveBayes(feature_weights={"n1": 0, "n2": 2.5}), False, True),
+        (lambda: NaiveBayes(feature_weights={"n1": 0, "c1": 2.5, "n3": 0.5}), False, False),
+        (lambda: NaiveBayes(alpha=0, feature_weights={"c2": 0, "n2": 3.0}), False, False),
     ],
 )
 def test_engine_column_path_equals_the_general_path(
-    make: Callable[[], Learner], numeric_only: bool
+    make: Callable[[], Learner],
+    numeric_only: bool,
+    kernel: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    taken = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        out = gaussian_predict_learn_columns(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(vectorised, "gaussian_predict_learn_columns", counting)
     lines = [
         orjson.dumps({**x, "y": y, "w": w})
         for x, y, w in mixed_events(8, 900, numeric_only=numeric_only)
@@ -378,6 +442,7 @@ def test_engine_column_path_equals_the_general_path(
     slow = _engine_run(lines, make(), column_path=False)
     assert fast == slow  # records byte for byte, model, evaluation, outcomes
     assert len(fast[0]) == len(lines)
+    assert any(taken) is kernel  # (a weighted categorical feature: the per-event path)
 
 
 # ------------------------------------------------------------------ parameters
