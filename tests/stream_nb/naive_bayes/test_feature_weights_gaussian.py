@@ -35,9 +35,10 @@ from stream_nb import (
 )
 from stream_nb._exceptions import ConfigError
 from stream_nb.connectors.memory import ListSource, MemorySink
+from stream_nb.datasets import agrawal
 from stream_nb.naive_bayes import _vectorised as vectorised
 from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
-from tests.stream_nb.naive_bayes.kernel_checks import against_the_loop
+from tests.stream_nb.naive_bayes.kernel_checks import against_the_loop, close
 from tests.stream_nb.naive_bayes.oracles import (
     Event,
     class_weights,
@@ -52,6 +53,7 @@ from tests.stream_nb.naive_bayes.test_alpha_zero import (
     prequential,
     resolve,
 )
+from tests.stream_nb.naive_bayes.test_kernel_delta import _normal as normal_state
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -473,3 +475,41 @@ def test_weighted_nb_learns_its_weights_and_takes_no_fixed_ones() -> None:
     assert "feature_weights" not in model.get_params()
     assert Learner.from_state(model.to_state()).to_state() == model.to_state()
     assert math.isfinite(model.predict_log_proba_one({"a": 1.0, "b": "u"})[0])
+
+
+# ------------------------------------------------------------------ model sync
+@pytest.mark.parametrize(
+    ("make", "nominal"),
+    [
+        (lambda: GaussianNB(feature_weights={"salary": 0, "age": 2.5, "loan": 0.5}), False),
+        (lambda: NaiveBayes(feature_weights={"salary": 0, "age": 2.5}), True),
+    ],
+)
+def test_the_weighted_kernel_records_the_delta_learn_one_would(
+    make: Callable[[], Learner], nominal: bool
+) -> None:
+    rng = random.Random(5)
+    events = [(x, y, rng.choice([1.0, 0.5, 3.0])) for x, y in agrawal(5, 1500, nominal=nominal)]
+    fast, slow = make(), make()
+    for x, y, w in events[:60]:
+        fast.learn_one(x, y, w)
+        slow.learn_one(x, y, w)
+    base = Learner.from_state(fast.to_state())  # the model as it was when tracking began
+    fast.track_delta()
+    slow.track_delta()
+    used = 0
+    for start in range(60, len(events), 240):
+        batch = events[start : start + 240]
+        xs, ys, ws = [dict(e[0]) for e in batch], [e[1] for e in batch], [e[2] for e in batch]
+        if _column_kernel(fast, xs, ys, ws) is None:
+            Learner.predict_learn_many(fast, xs, ys, ws)
+        else:
+            used += 1
+        Learner.predict_learn_many(slow, xs, ys, ws)
+    assert used >= 4
+    (fast_delta, fast_weight), (slow_delta, slow_weight) = fast.cut_delta(), slow.cut_delta()
+    assert fast_delta.get_params()["feature_weights"] == fast.get_params()["feature_weights"]
+    assert fast_weight == pytest.approx(slow_weight, rel=1e-12)
+    close(normal_state(fast_delta), normal_state(slow_delta), tol=1e-12)
+    base.apply_delta(fast_delta, fast_weight)
+    close(normal_state(base), normal_state(fast), tol=1e-12)
