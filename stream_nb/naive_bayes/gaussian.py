@@ -238,7 +238,7 @@ class _GaussianLearner(Learner):
         if x.__class__ is not dict:
             x = check_mapping(x)
         gaussian = self.gaussian
-        scores = None if self._score_weights is not None else dense_scores(gaussian, x, self._scale)
+        scores = dense_scores(gaussian, x, self._scale, self._score_weights)
         if scores is None:
             return log_softmax(self._joint_log_likelihood(x))
         # max-shifted log-sum-exp, as log_softmax (the scores are finite)
