@@ -301,11 +301,13 @@ class CategoricalStatistics:
         zeros: dict[Hashable, int],
         x: Mapping[Any, Any],
         features: Iterable[Any],
+        weights: Mapping[Hashable, float] | None = None,
     ) -> None:
         """:meth:`add_terms` with ``alpha = 0``, for :mod:`stream_nb._mle`'s rule: a term
         ``log(N_{y,i,v} / N_{y,i})`` with ``N_{y,i,v} > 0`` is added to ``finite[y]``, a
         zero count (probability 0) adds one to ``zeros[y]`` instead, for every class of
-        ``finite``, in place.
+        ``finite``, in place. ``weights``: as :meth:`add_terms` (a feature of weight 0
+        adds no zero either).
 
         Examples
         --------
@@ -326,16 +328,21 @@ class CategoricalStatistics:
             values = counts.get(feature)
             if values is None or value is None:
                 continue
+            weight = 1.0 if weights is None else weights.get(feature, 1.0)
+            if weight == 0.0:
+                continue
             by_class = present[feature]
             value_counts = values.get(value, _EMPTY)
             if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
                 value_counts = values.get(OTHER, _EMPTY)
             for y in finite:
                 n = value_counts.get(y, 0.0)
-                if n > 0:
+                if n <= 0:
+                    zeros[y] += 1
+                elif weight == 1.0:
                     finite[y] += log(n / by_class[y])
                 else:
-                    zeros[y] += 1
+                    finite[y] += weight * log(n / by_class[y])
 
     def add_terms(
         self,
@@ -343,9 +350,12 @@ class CategoricalStatistics:
         x: Mapping[Any, Any],
         features: Iterable[Any],
         alpha: float,
+        weights: Mapping[Hashable, float] | None = None,
     ) -> None:
         """Add ``log P(x_i = v | y)`` of each of ``features`` (keys of ``x``) to the score
-        of every class of ``jll``, in place (α in raw units).
+        of every class of ``jll``, in place (α in raw units); with ``weights`` (fixed
+        ``feature_weights``), ``weights.get(i, 1) × log P(x_i = v | y)``, and a feature of
+        weight 0 adds nothing.
 
         Features never learned, and ``None`` values, add nothing; a value new
         to a full feature reads as the "other" bucket. An unhashable value
@@ -360,15 +370,17 @@ class CategoricalStatistics:
             values = counts.get(feature)
             if values is None or value is None:
                 continue
+            weight = 1.0 if weights is None else weights.get(feature, 1.0)
+            if weight == 0.0:
+                continue
             by_class = present[feature]
             smoothing = len(values) * alpha
             value_counts = values.get(value, _EMPTY)
             if value_counts is _EMPTY and cap is not None and n_real(values) >= cap:
                 value_counts = values.get(OTHER, _EMPTY)
             for y in jll:
-                jll[y] += log(
-                    (value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing)
-                )
+                term = log((value_counts.get(y, 0.0) + alpha) / (by_class.get(y, 0.0) + smoothing))
+                jll[y] += term if weight == 1.0 else weight * term
 
     def check_hashable(self, x: Mapping[Any, Any], features: Iterable[Hashable]) -> None:
         """Raise :class:`~stream_nb.InvalidEventError` (reason ``"invalid_features"``)

@@ -12,7 +12,10 @@ Per scored class ``y``, with ``σ² = M2 / n + ε_f`` (see
 :meth:`~stream_nb.naive_bayes._gaussian_stats.GaussianStatistics.epsilons`; a
 feature whose ``ε_f`` is 0 is left out)::
 
-    log P(y) − ½ Σ_f (log 2π + log σ²_yf + (x_f − μ_yf)² / σ²_yf)
+    log P(y) − ½ Σ_f w_f (log 2π + log σ²_yf + (x_f − μ_yf)² / σ²_yf)
+
+with the fixed ``feature_weights`` ``w_f`` (1 for a feature they leave out;
+a feature of weight 0 is left out).
 """
 
 from __future__ import annotations
@@ -42,20 +45,30 @@ _MAX_VALUE = MAX_VALUE
 
 
 def joint_log_likelihood(
-    g: GaussianStatistics, x: Mapping[str, Any], scale: float
+    g: GaussianStatistics,
+    x: Mapping[str, Any],
+    scale: float,
+    weights: Mapping[Hashable, float] | None = None,
 ) -> dict[Hashable, float]:
-    """``log P(y) + Σ_f log N(x_f; μ_yf, σ²_yf)`` for every scored class."""
-    scores = dense_scores(g, x, scale)
+    """``log P(y) + Σ_f w_f log N(x_f; μ_yf, σ²_yf)`` for every scored class (``w_f =
+    weights.get(f, 1)``; no ``weights``: every ``w_f`` is 1)."""
+    scores = dense_scores(g, x, scale, weights)
     if scores is None:
-        return general_scores(g, x, scale)
+        return general_scores(g, x, scale, weights)
     out: dict[Hashable, float] = {}
     for y, v in zip(g.scored_labels, scores):  # noqa: B905 (same length)
         out[y] = v
     return out
 
 
-def dense_scores(g: GaussianStatistics, x: Mapping[str, Any], scale: float) -> list[float] | None:
-    """Joint log-likelihoods of the scored classes, in order, on the dense path.
+def dense_scores(
+    g: GaussianStatistics,
+    x: Mapping[str, Any],
+    scale: float,
+    weights: Mapping[Hashable, float] | None = None,
+) -> list[float] | None:
+    """Joint log-likelihoods of the scored classes, in order, on the dense path
+    (``weights``: as :func:`joint_log_likelihood`).
 
     ``None`` when the event is not dense (a feature missing, extra or out of
     order, a class without statistics for some feature, a value that is
@@ -88,6 +101,8 @@ def dense_scores(g: GaussianStatistics, x: Mapping[str, Any], scale: float) -> l
         except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed
             return None  # to 0 is not scored (the general path leaves it out)
         return out
+    if weights is not None:
+        return _dense_weighted_scores(g, list(vals), alpha, den, weights)
     if g.per_feature:
         return _dense_feature_scores(g, list(vals), alpha, den)
     eps = g.var_smoothing * mx
@@ -188,12 +203,56 @@ def _dense_feature_scores(
     return out
 
 
+def _dense_weighted_scores(
+    g: GaussianStatistics,
+    vals: list[Any],
+    alpha: float,
+    den: float,
+    weights: Mapping[Hashable, float],
+) -> list[float] | None:
+    """:func:`dense_scores` with ``feature_weights``: each feature's term times its weight;
+    the features of weight 0 and those whose ε is 0 are left out."""
+    cw = g.class_weight
+    log2 = _log2
+    eps = g.epsilons()
+    fw = [weights.get(f, 1.0) for f in g.order]
+    active = [j for j, (e, w) in enumerate(zip(eps, fw)) if e > 0.0 and w != 0.0]  # noqa: B905
+    vals = [vals[j] for j in active]
+    eps = [eps[j] for j in active]
+    fw = [fw[j] for j in active]
+    const = -0.5 * sum(fw) * LOG_2PI
+    out: list[float] = []
+    try:
+        for _, k, lp in g.scored:
+            mean = g.mean[k]
+            var = g.var[k]
+            t = 0.0
+            for j, x_f, e, w in zip(active, vals, eps, fw):  # noqa: B905 (same length)
+                v = var[j] + e  # σ² = M2/n + ε_f
+                x_f -= mean[j]
+                t += w * (log2(v) * _LN2 + x_f * x_f / v)
+            if not t < _INF:  # NaN/inf input (or overflow): the general path decides
+                return None
+            if lp is None:
+                lp = log2((cw[k] + alpha) / den) * _LN2
+            out.append(lp + const - 0.5 * t)
+    except TypeError:  # None or a non-number: the general path says which
+        return None
+    except (ValueError, ZeroDivisionError):  # log2(0): a class whose weight decayed to
+        return None  # 0 is not scored (the general path leaves it out)
+    return out
+
+
 def general_scores(
-    g: GaussianStatistics, x: Mapping[str, Any], scale: float
+    g: GaussianStatistics,
+    x: Mapping[str, Any],
+    scale: float,
+    weights: Mapping[Hashable, float] | None = None,
 ) -> dict[Hashable, float]:
     """Joint log-likelihoods of any event: a feature counts only when every scored
     class has statistics for it; values are checked (``non_numeric``, ``non_finite``,
-    ``out_of_range``)."""
+    ``out_of_range``). ``weights``: each feature's term times ``weights.get(f, 1)``
+    (a feature of weight 0 is left out)."""
     cw = g.class_weight
     if not cw:
         return {}
@@ -222,6 +281,8 @@ def general_scores(
     log_den = _log(den) if den > 0.0 else 0.0  # (0: every class has a fixed prior)
     eps = g.epsilons()
     items = [(j, number) for j, number in items if eps[j] > 0.0]
+    if weights is not None:
+        return _weighted_scores(g, items, eps, weights, scored, alpha, log_den)
     const = len(items) * LOG_2PI
     out: dict[Hashable, float] = {}
     for y, k, lp in scored:
@@ -233,4 +294,33 @@ def general_scores(
             d = number - mean[j]
             total += _log(v) + d * d / v
         out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * (const + total)
+    return out
+
+
+def _weighted_scores(
+    g: GaussianStatistics,
+    items: list[tuple[int, float]],
+    eps: list[float],
+    weights: Mapping[Hashable, float],
+    scored: list[tuple[Hashable, int, float | None]],
+    alpha: float,
+    log_den: float,
+) -> dict[Hashable, float]:
+    """The end of :func:`general_scores` with ``feature_weights``: ``items`` are the
+    (feature index, value) pairs scored, ``eps`` every feature's ε; each term is times its
+    feature's weight."""
+    features = g.features
+    cw = g.class_weight
+    weighted = [(j, number, weights.get(features[j], 1.0)) for j, number in items]
+    weighted = [(j, number, w) for j, number, w in weighted if w != 0.0]
+    out: dict[Hashable, float] = {}
+    for y, k, lp in scored:
+        mean = g.mean[k]
+        var = g.var[k]
+        total = 0.0
+        for j, number, w in weighted:
+            v = var[j] + eps[j]
+            d = number - mean[j]
+            total += w * (LOG_2PI + _log(v) + d * d / v)
+        out[y] = (_log(cw[k] + alpha) - log_den if lp is None else lp) - 0.5 * total
     return out

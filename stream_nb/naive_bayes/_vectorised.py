@@ -24,7 +24,9 @@ the class prefix ``W_i``, and the number of distinct values ``S_f`` grows by
 one at the first *learned* occurrence of a new value; a missing categorical
 value (``None``) adds no term
 (:mod:`~stream_nb.naive_bayes._categorical_batch`). Scores then follow the
-learners' formulas for all events × classes at once, and the statistics after
+learners' formulas for all events × classes at once (with ``feature_weights``,
+each Gaussian term times its feature's weight; the caller hands batches with a
+weighted categorical feature to the per-event loop), and the statistics after
 the batch are the prefix at ``i = B``. A tracked model-sync delta gets the
 batch's own moments (merged by Chan's formula) and counts.
 
@@ -123,6 +125,7 @@ def gaussian_predict_learn_columns(
     *,
     var_smoothing: float,
     category_alpha: float,
+    feature_weights: Sequence[float] | None = None,
     delta: GaussianStatistics | None = None,
     delta_categorical: CategoricalStatistics | None = None,
 ) -> KernelResult | None:
@@ -133,6 +136,9 @@ def gaussian_predict_learn_columns(
     ones: ``categorical`` names those of the batch (``()`` for GaussianNB,
     whose ``cat`` is ``None``); ``category_alpha`` smooths their terms. The
     caller checks that there is no forgetting and no fixed class prior.
+    ``feature_weights``: the weight of each Gaussian feature, in ``g.order``
+    (``None``: every one 1); each feature's term is times its weight, and a
+    feature of weight 0 is left out (the categorical terms are not weighted).
 
     Returns ``(labels, log_proba, best, learned)``: row ``i`` of the ``B × K``
     array ``log_proba`` holds ``log P(labels[k] | x_i)`` before event ``i`` is
@@ -248,7 +254,10 @@ def gaussian_predict_learn_columns(
         v = np.where(active[:, None, :], v, 1.0)
         n_scored = active.sum(axis=0)
     # K × B
-    jll = -0.5 * (n_scored * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
+    if feature_weights is None:
+        jll = -0.5 * (n_scored * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
+    else:
+        jll = -0.5 * _weighted_sum(v, z2, active, feature_weights)
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if g.fit_prior:
         alpha = g.prior_alpha
@@ -320,3 +329,19 @@ def gaussian_predict_learn_columns(
     if batch is not None:
         batch.learn(classes, ys, learned, delta_categorical)
     return result_labels, log_proba, best, classes.n_labelled
+
+
+def _weighted_sum(
+    v: np.ndarray, z2: np.ndarray, active: np.ndarray | None, weights: Sequence[float]
+) -> np.ndarray:
+    """``Σ_f w_f (log 2π + log σ² + z²)`` over the features (the first axis of the F × K × B
+    arrays ``v`` = σ² and ``z2``), a feature of weight 0 left out; ``active`` (F × B, per-feature
+    ε) marks the features scored for each event (the others have ``σ² = 1`` and ``z² = 0``)."""
+    fw = np.asarray(weights, dtype=np.float64)
+    terms = np.log(v)
+    terms += z2
+    terms += LOG_2PI if active is None else np.where(active, LOG_2PI, 0.0)[:, None, :]
+    terms[fw == 0.0] = 0.0  # (before the product: 0 × inf would be NaN)
+    terms *= fw[:, None, None]
+    out: np.ndarray = terms.sum(axis=0)
+    return out

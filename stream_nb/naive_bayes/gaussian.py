@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._params import check_class_prior
+from stream_nb._params import check_class_prior, check_feature_weights
 from stream_nb._softmax import log_softmax_scores
 from stream_nb._state import check_mapping
 from stream_nb.base import Capabilities, Learner, log_softmax
@@ -43,6 +43,11 @@ class _GaussianLearner(Learner):
     var_smoothing: float
     var_smoothing_mode: str
     class_prior: dict[Hashable, float] | None
+    #: The ``feature_weights`` parameter (``None``: every weight is 1).
+    feature_weights: dict[Hashable, float] | None = None
+    #: The weights the scores use: ``feature_weights``, or ``None`` when every one is 1
+    #: (the unweighted paths then give the same numbers to the bit).
+    _score_weights: dict[Hashable, float] | None = None
     #: End of the ``non_numeric`` error message; ``{feature}`` is filled in.
     _NUMERIC_HINT = (
         "GaussianNB models numbers only (int or float; bools are not numbers here): "
@@ -54,6 +59,14 @@ class _GaussianLearner(Learner):
 
     def feature_names(self) -> list[Hashable]:
         return list(self.gaussian.features)
+
+    def _set_feature_weights(self, feature_weights: Any) -> None:
+        """Check and keep ``feature_weights`` (see :attr:`_score_weights`)."""
+        self.feature_weights = check_feature_weights(feature_weights)
+        weights = self.feature_weights
+        if weights is not None and all(w == 1.0 for w in weights.values()):
+            weights = None
+        self._score_weights = weights
 
     def _new_gaussian(self, prior_alpha: float, fit_prior: bool) -> GaussianStatistics:
         """The component, with this learner's parameters and feature bound."""
@@ -163,6 +176,12 @@ class _GaussianLearner(Learner):
         categorical = self._column_split(names)
         if categorical is None:
             return None
+        weights = self._score_weights
+        gaussian_weights = None
+        if weights is not None:
+            if any(weights.get(f, 1.0) != 1.0 for f in categorical):
+                return None  # (weighted categorical terms are scored per event)
+            gaussian_weights = [weights.get(f, 1.0) for f in self.gaussian.order]
         from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
         cat, alpha = self._categorical_part()
@@ -183,6 +202,7 @@ class _GaussianLearner(Learner):
             ws,
             var_smoothing=self.var_smoothing,
             category_alpha=alpha,
+            feature_weights=gaussian_weights,
             delta=None if delta is None else delta.gaussian,
             delta_categorical=None if delta is None else delta._categorical_part()[0],
         )
@@ -218,7 +238,7 @@ class _GaussianLearner(Learner):
         if x.__class__ is not dict:
             x = check_mapping(x)
         gaussian = self.gaussian
-        scores = dense_scores(gaussian, x, self._scale)
+        scores = dense_scores(gaussian, x, self._scale, self._score_weights)
         if scores is None:
             return log_softmax(self._joint_log_likelihood(x))
         # max-shifted log-sum-exp, as log_softmax (the scores are finite)
@@ -267,6 +287,13 @@ class GaussianNB(_GaussianLearner):
         not merge.
     class_prior
         Fixed priors by label (ratios matter, they need not sum to 1).
+    feature_weights
+        ``{feature: w >= 0}``: each feature's log-density term is times its
+        weight, ``log P(y) + Σ_f w_f log p(x_f | y)`` (features left out:
+        ``w = 1``). A weight of 0 removes the feature from prediction while its
+        statistics (and its share of ``ε``) are still learned. Models merge
+        only with equal weights; the batch kernel multiplies each term by its
+        weight too.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -305,6 +332,7 @@ class GaussianNB(_GaussianLearner):
         *,
         var_smoothing_mode: str = FEATURE,
         class_prior: Mapping[Hashable, float] | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -314,6 +342,7 @@ class GaussianNB(_GaussianLearner):
             var_smoothing, var_smoothing_mode
         )
         self.class_prior = check_class_prior(class_prior)
+        self._set_feature_weights(feature_weights)
         self.gaussian = self._new_gaussian(prior_alpha=0.0, fit_prior=True)
 
     def _params(self) -> dict[str, Any]:
@@ -321,6 +350,7 @@ class GaussianNB(_GaussianLearner):
             "var_smoothing": self.var_smoothing,
             "var_smoothing_mode": self.var_smoothing_mode,
             "class_prior": self.class_prior,
+            "feature_weights": self.feature_weights,
             **self._cap_params(),
         }
 
@@ -328,7 +358,7 @@ class GaussianNB(_GaussianLearner):
         self.gaussian.learn(x, y, w)
 
     def _joint_log_likelihood(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        return joint_log_likelihood(self.gaussian, x, self._scale)
+        return joint_log_likelihood(self.gaussian, x, self._scale, self._score_weights)
 
     def _merge(self, other: GaussianNB, factor: float) -> None:
         self.gaussian.merge(other.gaussian, factor)

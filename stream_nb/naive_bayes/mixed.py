@@ -91,6 +91,9 @@ class NaiveBayes(_GaussianLearner):
       "feature"``) or ``var_smoothing × max_f V_f`` over the Gaussian features
       (``"global"``), as in :class:`~stream_nb.GaussianNB`.
 
+    With ``feature_weights``, each feature's term (categorical, binned or
+    Gaussian) is times its weight ``w_f``: ``log P(y) + Σ_f w_f log P(x_f | y)``.
+
     Parameters
     ----------
     alpha
@@ -133,6 +136,13 @@ class NaiveBayes(_GaussianLearner):
         Distinct values kept per categorical feature before the shared "other"
         bucket (``None``: unbounded), exactly as in
         :class:`~stream_nb.CategoricalNB`.
+    feature_weights
+        ``{feature: w >= 0}``, weights of the terms (features left out: ``w = 1``).
+        A weight of 0 removes the feature from prediction while its statistics are
+        still learned; with ``alpha = 0`` a weight-0 term of probability 0 is not a
+        zero term. Models merge only with equal weights; the batch kernel
+        weighs the Gaussian terms, a batch with a categorical feature of
+        weight other than 1 takes the per-event path.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -200,12 +210,14 @@ class NaiveBayes(_GaussianLearner):
         fit_prior: bool = True,
         class_prior: Mapping[Hashable, float] | None = None,
         max_values_per_feature: int | None = None,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
     ) -> None:
         super().__init__(half_life=half_life, max_classes=max_classes, max_features=max_features)
         self.max_values_per_feature = check_cap(max_values_per_feature, "max_values_per_feature")
+        self._set_feature_weights(feature_weights)
         self.alpha = check_alpha(alpha, allow_zero=self._ALPHA_ZERO)
         self.var_smoothing, self.var_smoothing_mode = check_var_smoothing(
             var_smoothing, var_smoothing_mode
@@ -254,9 +266,14 @@ class NaiveBayes(_GaussianLearner):
             "fit_prior": self.fit_prior,
             "class_prior": self.class_prior,
             "max_values_per_feature": self.max_values_per_feature,
+            **self._weight_params(),
             **self._numeric_params(),
             **self._cap_params(),
         }
+
+    def _weight_params(self) -> dict[str, Any]:
+        """The ``feature_weights`` parameter (a subclass without it returns ``{}``)."""
+        return {"feature_weights": self.feature_weights}
 
     def _numeric_params(self) -> dict[str, Any]:
         """The parameters of binned numbers (a subclass without them returns ``{}``)."""
@@ -428,9 +445,12 @@ class NaiveBayes(_GaussianLearner):
         plan = self._plans.get(tuple(x))
         if plan is None:
             plan = self._plan(x, learning=False)
+        weights = self._score_weights
         if plan.all_gaussian:
-            return joint_log_likelihood(self.gaussian, x, self._scale)
-        jll = joint_log_likelihood(self.gaussian, {f: x[f] for f in plan.gaussian}, self._scale)
+            return joint_log_likelihood(self.gaussian, x, self._scale, weights)
+        jll = joint_log_likelihood(
+            self.gaussian, {f: x[f] for f in plan.gaussian}, self._scale, weights
+        )
         if not jll:
             return jll
         alpha = self.alpha / self._scale  # α in raw units, see Learner
@@ -445,16 +465,16 @@ class NaiveBayes(_GaussianLearner):
         try:
             if alpha == 0:  # maximum likelihood: zero counts resolved by stream_nb._mle's rule
                 finite, zeros = split_terms_one(jll)
-                self.categorical.add_terms_mle(finite, zeros, x, features)
+                self.categorical.add_terms_mle(finite, zeros, x, features, weights)
                 if binned:
-                    self.categorical.add_terms_mle(finite, zeros, binned, binned)
+                    self.categorical.add_terms_mle(finite, zeros, binned, binned, weights)
                 return resolve_zero_terms_one(finite, zeros)
-            self.categorical.add_terms(jll, x, features, alpha)
+            self.categorical.add_terms(jll, x, features, alpha, weights)
         except TypeError:
             self.categorical.check_hashable(x, features)  # names an unhashable value
             raise
         if binned:
-            self.categorical.add_terms(jll, binned, binned, alpha)
+            self.categorical.add_terms(jll, binned, binned, alpha, weights)
         return jll
 
     # ------------------------------------------------------------------ merge / scale / state

@@ -101,7 +101,8 @@ class WeightedNB(NaiveBayes):
     Parameters
     ----------
     alpha, var_smoothing, var_smoothing_mode, schema, fit_prior, class_prior, max_values_per_feature
-        As in :class:`~stream_nb.NaiveBayes`.
+        As in :class:`~stream_nb.NaiveBayes`. There is no ``feature_weights``
+        parameter: the weights are learned (fixed weights are NaiveBayes's).
     eta0
         First step size η₀ ≥ 0 (0: the weights stay 1 and the model is NaiveBayes).
     tau
@@ -187,6 +188,9 @@ class WeightedNB(NaiveBayes):
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "eta0": self.eta0, "tau": self.tau, "l2": self.l2}
+
+    def _weight_params(self) -> dict[str, Any]:
+        return {}  # (the weights are learned: no fixed feature_weights)
 
     def _numeric_params(self) -> dict[str, Any]:
         return {}  # (numbers are Gaussian: no binning parameters)
