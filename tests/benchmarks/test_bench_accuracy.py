@@ -81,6 +81,7 @@ def test_bench_accuracy_matches_river_and_the_prequential_evaluator(tmp_path: Pa
         "river GaussianNB()",
         "NaiveBayes()",
         "AODE()",
+        "AODE(weighting='mutual_information')",
         "AODE(bin_edges=warm-up)",
         "AODE(bin_edges=whole stream)",
     }
@@ -116,11 +117,18 @@ def test_bench_accuracy_matches_river_and_the_prequential_evaluator(tmp_path: Pa
     assert row["log_loss"] == pytest.approx((report["log_loss"] * 300 + k * LOG_FLOOR) / (300 - k))
     assert row["log_loss_events"] == 300 - k and row["no_prediction"] == 1
 
-    # the default AODE leaves iris's numbers out during the warm-up; given edges it does not
-    assert rows["iris", "AODE(bin_edges=warm-up)"]["accuracy"] > rows["iris", "AODE()"]["accuracy"]
+    # during the warm-up the default AODE scores iris's numbers with a Gaussian term: it
+    # is within 2 points of AODE given the edges up front
+    assert (
+        rows["iris", "AODE()"]["accuracy"]
+        >= rows["iris", "AODE(bin_edges=warm-up)"]["accuracy"] - 0.02
+    )
 
     table = (tmp_path / "accuracy.md").read_text()
-    header = "| stream | `CategoricalNB()` | `NaiveBayes()` | `AODE()` | `river GaussianNB()` |"
+    header = (
+        "| stream | `CategoricalNB()` | `NaiveBayes()` | `AODE()` | "
+        "`AODE(weighting='mutual_information')` | `river GaussianNB()` |"
+    )
     assert header in table
     assert "| iris | " in table and "**" in table  # best of a row marked
     assert "## Binned numbers: the discretiser's warm-up" in table
