@@ -95,7 +95,8 @@ class SPODE(_SuperParent):
         """Every feature's parent is the super-parent (:meth:`Learner.structure`).
 
         ``"super_parent"`` is the ``parent`` parameter, or the feature with the
-        largest ``I(X_f; Y)`` as the model chooses it.
+        largest ``I(X_f; Y)`` as the model chooses it (among the features of
+        non-zero ``feature_weights``).
         """
         from stream_nb.informative import mutual_information
 
@@ -104,6 +105,9 @@ class SPODE(_SuperParent):
         parent = self.parent
         if parent is None:
             mi = mutual_information(stats)
+            weights = self._score_weights
+            if weights is not None:  # a feature of weight 0 is never the parent
+                mi = {f: v for f, v in mi.items() if weights.get(f, 1.0)}
             parent = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
         shared = [parent] if parent in features else []  # an unlearned parent: NB terms
         return {
