@@ -23,9 +23,10 @@ holding it is not used). Predictions then do not depend on the feature at all,
 while its counts are still learned; SPODE and AODE predict exactly as a model
 that never saw it (TAN and KDB still choose their structure with it).
 
-These scores are computed one event at a time from the counts (no log table
-and no batch kernel), with :class:`~stream_nb.seminaive._zero.ZeroScore` for
-every ``α``.
+These scores are computed one event at a time (no log table and no batch
+kernel): for SPODE and AODE with ``α > 0`` and a dense block, every SPODE at
+once from the block (:meth:`~stream_nb.seminaive._dense.DenseBlock.weighted_spode_scores`),
+otherwise from the counts with :class:`~stream_nb.seminaive._zero.ZeroScore`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from stream_nb.seminaive._dense import DenseBlock, Floats
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
 
@@ -60,6 +64,16 @@ def superparent_scores(
     n_classes = len(classes)
     if not parents:
         return model._with_warmup(_naive(model, items, weights, a, classes), warming)
+    block = store.dense
+    if block is not None and a > 0.0:
+        found = _dense_spodes(model, block, items, weights, a, classes)
+        if found is None:  # (as the sparse test above: no parent)
+            return model._with_warmup(_naive(model, items, weights, a, classes), warming)
+        mixed_dense = model._mix_weighted(*found)
+        naive = _naive_terms(model, items, weights, a, classes)
+        if naive is not None:
+            mixed_dense = [v + t for v, t in zip(mixed_dense, naive, strict=True)]
+        return model._with_warmup(dict(zip(classes, mixed_dense, strict=True)), warming)
     counts, present = categorical.counts, categorical.present
     pair_features = store.pair_features
     shared = ZeroScore(n_classes)  # Naive Bayes terms: the same in every SPODE
@@ -104,6 +118,58 @@ def superparent_scores(
     mixed = mix([p for p, _w in kept], [w for _p, w in kept])
     mixed.extend(shared)
     return model._with_warmup(mixed.resolve(classes), warming)
+
+
+def _dense_spodes(
+    model: _SuperParent,
+    block: DenseBlock,
+    items: list[Item],
+    weights: Mapping[Hashable, float],
+    a: float,
+    classes: list[Hashable],
+) -> tuple[list[Hashable], Floats] | None:
+    """The qualifying parents' features and their weighted SPODEs from the dense block
+    (:meth:`DenseBlock.weighted_spode_scores`, ``α > 0``); ``None``: no parent."""
+    feat = block.feat
+    kept = [item for item in items if item[0] in feat and weights.get(item[0], 1.0)]
+    idx, cols = block.children(kept)
+    if not len(idx):
+        return None
+    qualifies = block.vw[idx] >= model._raw_threshold()
+    parent = model._super_parent()
+    if parent is not None:
+        qualifies &= cols == feat.get(parent, -1)
+    parents = np.flatnonzero(qualifies)
+    if not len(parents):
+        return None
+    features = [kept[p][0] for p in parents.tolist()]
+    present = model._store.categorical.present
+    with_parent = np.array([[present[f].get(y, 0.0) for y in classes] for f in features])
+    child_weights = np.array([weights.get(f, 1.0) for f, _v in kept])
+    spodes = block.weighted_spode_scores(idx, cols, parents, a, child_weights, with_parent)
+    return features, spodes
+
+
+def _naive_terms(
+    model: _SuperParent,
+    items: list[Item],
+    weights: Mapping[Hashable, float],
+    a: float,
+    classes: list[Hashable],
+) -> list[float] | None:
+    """The weighted Naive Bayes terms of the features without pair counts (the same in
+    every SPODE); ``None`` when there are none."""
+    store = model._store
+    counts = store.categorical.counts
+    pair_features = store.pair_features
+    out: list[float] | None = None
+    for j, vj in items:
+        w = weights.get(j, 1.0)
+        if j not in counts or j in pair_features or not w:
+            continue
+        terms = [w * t for t in store.categorical.log_likelihoods(j, vj, classes, a)]
+        out = terms if out is None else [p + q for p, q in zip(out, terms, strict=True)]
+    return out
 
 
 def _naive(
