@@ -11,11 +11,15 @@ With ``feature_weights`` every term of feature ``j`` is multiplied by ``w_j``
 SPODE's joint term is split as ``P̂_p(y) P̂(x_p | y)`` with ``w_p`` on the second
 factor, and a feature of weight 0 is no one's parent. ``pair_limit``: only the
 first ``pair_limit`` features learned have pair counts (``max_pair_features``).
+
+:func:`make_stream` and :func:`probes` are the random streams and probes the
+tests compare on.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -229,3 +233,37 @@ class Reference:
         top = max(kept.values())
         lse = top + math.log(sum(math.exp(v - top) for v in kept.values()))
         return {y: v - lse for y, v in kept.items()}
+
+
+def make_stream(seed: int, n: int, dependent: bool = False) -> list[Event]:
+    """Sparse categorical counts (many zero cells), missing values, weights, a late class;
+    ``dependent``: ``f1`` and ``f3`` mostly copy ``f0`` (edges for TAN and KDB)."""
+    rng = random.Random(seed)
+    events: list[Event] = []
+    for t in range(n):
+        y: Hashable = rng.choice(["a", "b", "c"] if t < n // 2 else ["a", "b", "c", 7])
+        x: dict[str, Any] = {
+            "f0": f"v{rng.randrange(2) + (y == 'a')}",
+            "f1": f"u{rng.randrange(5)}",
+            "f2": "p" if y == "b" else rng.choice("pqr"),
+            "f3": f"w{rng.randrange(2 + (y == 'c'))}",
+        }
+        if dependent and rng.random() < 0.9:
+            x["f1"] = x["f3"] = x["f0"]
+        if t > n // 3:
+            x["late"] = f"l{rng.randrange(3)}"
+        for k in list(x):
+            if rng.random() < 0.15:
+                del x[k]
+            elif rng.random() < 0.05:
+                x[k] = None
+        events.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
+    return events
+
+
+def probes(x: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
+    unseen = {**x, rng.choice(["f0", "f1", "f2", "f3"]): "never-seen"}
+    mixed = {f: f"{v}" for f, v in x.items()}
+    if "f1" in mixed:
+        mixed["f1"] = rng.choice(["u0", "u1", "u2", "u3", "u4"])
+    return [x, unseen, mixed, {}]

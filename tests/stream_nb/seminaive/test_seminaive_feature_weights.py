@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from _reference import Event, Reference
-from test_seminaive_mle import make_stream, probes
+from _reference import Event, Reference, make_stream, probes
 
 from stream_nb import AODE, KDB, SPODE, TAN, IncompatibleModelError, Learner
 from stream_nb._exceptions import ConfigError
