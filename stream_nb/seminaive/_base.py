@@ -33,7 +33,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Se
 from typing import Any, TypedDict, TypeVar, cast
 
 from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
-from stream_nb._params import check_alpha, check_nonneg
+from stream_nb._params import check_alpha, check_feature_weights, check_nonneg
 from stream_nb._state import (
     CATEGORY_TYPES,
     NAME_TYPES,
@@ -52,7 +52,7 @@ from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive._known import rows_from_columns, rows_from_dicts
 from stream_nb.seminaive._store import OTHER, Item, PairStore
-from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms
+from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms, weighted_gaussian_terms
 from stream_nb.seminaive.discretise import (
     Discretiser,
     check_bin_edges,
@@ -140,6 +140,7 @@ class SemiNaiveOptions(TypedDict, total=False):
     warmup_terms: str
     schema: Mapping[Hashable, str] | None
     max_pair_features: int | None
+    feature_weights: Mapping[Hashable, float] | None
     half_life: float | None
     max_classes: int | None
     max_features: int | None
@@ -194,6 +195,7 @@ class _SemiNaive(Learner):
         warmup_terms: str = "gaussian",
         schema: Mapping[Hashable, str] | None = None,
         max_pair_features: int | None = 200,
+        feature_weights: Mapping[Hashable, float] | None = None,
         half_life: float | None = None,
         max_classes: int | None = None,
         max_features: int | None = None,
@@ -215,6 +217,13 @@ class _SemiNaive(Learner):
             raise ConfigError(f"warmup_terms must be 'gaussian' or 'none', got {warmup_terms!r}")
         self.warmup_terms = warmup_terms
         self.schema = check_schema(schema)
+        self.feature_weights = check_feature_weights(feature_weights)
+        # the weights scoring uses: None when every weight is 1 (the unweighted paths)
+        self._score_weights = self.feature_weights
+        if self.feature_weights is not None and all(
+            w == 1.0 for w in self.feature_weights.values()
+        ):
+            self._score_weights = None
         self._declared_numeric = [f for f, k in (self.schema or {}).items() if k == "numeric"]
         # pair counts in a dense numpy block while it is small (see ``_dense``)
         self._store = PairStore(max_pair_features, True, max_values_per_feature)
@@ -235,6 +244,7 @@ class _SemiNaive(Learner):
             "strategy": self.strategy,
             "warmup_terms": self.warmup_terms,
             "schema": self.schema,
+            "feature_weights": self.feature_weights,
             **self._cap_params(),
         }
 
@@ -472,7 +482,12 @@ class _SemiNaive(Learner):
         ``warmup_terms="gaussian"``."""
         if not warming or self.warmup_terms != "gaussian" or not self._pending:
             return jll
-        terms = gaussian_terms(self._pending, warming, list(jll), self._scale)
+        if self._score_weights is not None:
+            terms = weighted_gaussian_terms(
+                self._pending, warming, list(jll), self._scale, self._score_weights
+            )
+        else:
+            terms = gaussian_terms(self._pending, warming, list(jll), self._scale)
         if terms is None:
             return jll
         return {y: v + t for (y, v), t in zip(jll.items(), terms, strict=True)}

@@ -624,3 +624,49 @@ class DenseBlock:
         ones = self.vectors(len(idx))[1]
         out: Floats = ones @ np.log(ratio)
         return out
+
+    def weighted_spode_scores(
+        self,
+        idx: Indices,
+        cols: Indices,
+        parents: Indices,
+        a: float,
+        weights: Floats,
+        with_parent: Floats,
+    ) -> Floats:
+        """:meth:`spode_scores` with ``feature_weights``, shape ``(len(parents), K)``:
+        ``log P̂_i(y) + Σ_j w_j log P̂(x_j | y, x_i)``, the parent's own cell holding
+        ``P̂(x_i | y) = (N(y, x_i) + α) / (N_i(y) + α S_i)`` and
+        ``P̂_i(y) = (N_i(y) + α S_i) / (N_i + α K S_i)``
+        (:mod:`stream_nb.seminaive._feature_weights`).
+
+        ``weights`` are the children's ``w_j`` (all positive: weight-0 features are
+        left out of ``idx``), ``with_parent[p]`` the ``N_i(y)`` of parent ``p``
+        by class; ``α > 0`` in raw units.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> b = DenseBlock(n_classes=2)
+        >>> for items, k in [([("a", "u"), ("b", "x")], 0), ([("a", "v"), ("b", "x")], 1)]:
+        ...     _ = b.learn(items, {"a": None, "b": None}, k, 1.0)
+        >>> idx, cols = b.children([("a", "u"), ("b", "x")])
+        >>> ones = b.weighted_spode_scores(idx, cols, np.array([0]), 1.0, np.ones(2),
+        ...                                np.array([[1.0, 1.0]]))
+        >>> bool(np.allclose(ones, b.spode_scores(idx, cols, np.array([0]), 1.0)))
+        True
+        """
+        s = self.s
+        pi, pc = idx[parents], cols[parents]
+        d = self.vw.shape[0]
+        rows = self.counts_rows
+        ratio = rows.take(idx * d + pi[:, None], axis=0)
+        ratio += a
+        den = rows.take((cols + d) * d + pi[:, None], axis=0)
+        den += (a * s[cols])[:, None]
+        own = with_parent + (a * s[pc])[:, None]  # N_i(y) + α S_i
+        den[self.vectors(len(pi))[0], parents] = own
+        ratio /= den
+        out: Floats = weights @ np.log(ratio)
+        out += np.log(own / (self.fw[pc] + (a * self.n_classes) * s[pc])[:, None])
+        return out

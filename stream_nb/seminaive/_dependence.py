@@ -35,6 +35,7 @@ from stream_nb.seminaive._base import (
     shared_signature,
 )
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._feature_weights import dependence_scores
 from stream_nb.seminaive._known import normalise
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
@@ -194,6 +195,8 @@ class _Dependence(_SemiNaive):
         class_weight = categorical.class_weight
         if not class_weight:
             return {}
+        if self._score_weights is not None:
+            return dependence_scores(self, x, self._score_weights)
         if self.alpha == 0.0:
             return self._zero_alpha_scores(x)
         warming: dict[Hashable, float] = {}
@@ -310,13 +313,14 @@ class _Dependence(_SemiNaive):
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
-        (``capabilities.column_kernel``), there is a dense block, no forgetting and
-        ``α > 0``."""
+        (``capabilities.column_kernel``), there is a dense block, no forgetting,
+        ``α > 0`` and no ``feature_weights``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
             and self._gamma is None
             and self.alpha > 0.0
+            and self._score_weights is None
         )
 
     def _plan(self) -> Plan:

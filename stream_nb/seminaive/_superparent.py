@@ -41,6 +41,7 @@ from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._feature_weights import superparent_scores
 from stream_nb.seminaive._known import known_items, normalise
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
@@ -82,6 +83,8 @@ class _SuperParent(_SemiNaive):
         class_weight = store.class_weight
         if not class_weight:
             return {}
+        if self._score_weights is not None:
+            return superparent_scores(self, x, self._score_weights)
         if self.alpha == 0.0:
             return self._zero_alpha_scores(x)
         if self._weighted():
@@ -289,6 +292,8 @@ class _SuperParent(_SemiNaive):
             return None
         if self._super_parent() is not None or self._weighted() or self.alpha == 0.0:
             return None
+        if self._score_weights is not None:
+            return None
         idx = known_items(block.codes, x)
         if not idx:
             return None
@@ -323,7 +328,8 @@ class _SuperParent(_SemiNaive):
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
         (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units), :meth:`_parent_fixed`, not :meth:`_weighted` and ``α > 0``."""
+        raw units), :meth:`_parent_fixed`, not :meth:`_weighted`, ``α > 0`` and no
+        ``feature_weights``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
@@ -331,6 +337,7 @@ class _SuperParent(_SemiNaive):
             and self._parent_fixed()
             and not self._weighted()
             and self.alpha > 0.0
+            and self._score_weights is None
         )
 
     def _kernel_parent(self) -> Hashable | None:

@@ -33,7 +33,7 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["WARMUP_TERMS", "gaussian_terms"]
+__all__ = ["WARMUP_TERMS", "gaussian_terms", "weighted_gaussian_terms"]
 
 #: The values of the ``warmup_terms`` parameter.
 WARMUP_TERMS = ("gaussian", "none")
@@ -72,6 +72,39 @@ def gaussian_terms(
     for f, x in values.items():
         terms = _feature_terms(by_feature[f], x, classes)
         if terms is not None:
+            out = terms if out is None else [a + b for a, b in zip(out, terms, strict=True)]
+    return out
+
+
+def weighted_gaussian_terms(
+    pending: Iterable[Sequence[Any]],
+    values: Mapping[Hashable, float],
+    classes: Sequence[Hashable],
+    scale: float,
+    weights: Mapping[Hashable, float],
+) -> list[float] | None:
+    """``Σ_f w_f log N(x_f; μ_y, σ²_y)``: :func:`gaussian_terms` with each feature's term
+    times its weight ``w_f = weights.get(f, 1)`` (``feature_weights``; weight 0: no term).
+
+    Examples
+    --------
+    >>> pending = [[[], {"t": 1.0}, "a", 1.0], [[], {"t": 3.0}, "a", 1.0],
+    ...            [[], {"t": 10.0}, "b", 1.0]]
+    >>> [round(v, 4) for v in weighted_gaussian_terms(pending, {"t": 2.0}, ["a", "b"], 1.0,
+    ...                                                {"t": 0.5})]
+    [-0.9266, -1.9166]
+    >>> weighted_gaussian_terms(pending, {"t": 2.0}, ["a", "b"], 1.0, {"t": 0.0}) is None
+    True
+    """
+    pending = list(pending)
+    out: list[float] | None = None
+    for f, x in values.items():
+        w = weights.get(f, 1.0)
+        if w == 0.0:
+            continue
+        terms = gaussian_terms(pending, {f: x}, classes, scale)
+        if terms is not None:
+            terms = [w * t for t in terms]
             out = terms if out is None else [a + b for a, b in zip(out, terms, strict=True)]
     return out
 

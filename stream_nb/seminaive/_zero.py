@@ -60,6 +60,37 @@ class ZeroScore:
             else:
                 finite[k] += _log(n / d)
 
+    def add_weighted(
+        self, num: Sequence[float], den: Sequence[float], s: float, alpha: float, weight: float
+    ) -> None:
+        """Add ``weight × log((num + α) / (den + α s))`` of each class; with ``α = 0`` the
+        terms of :meth:`add` times ``weight``. A term of weight 0 adds nothing, not even a
+        zero count (see ``feature_weights``, :mod:`stream_nb.seminaive._feature_weights`).
+
+        Examples
+        --------
+        >>> score = ZeroScore(2)
+        >>> score.add_weighted([1.0, 3.0], [2.0, 4.0], 2, 1.0, 2.0)  # 2 log(2/4), 2 log(4/6)
+        >>> score.add_weighted([1.0, 0.0], [2.0, 3.0], 2, 0.0, 0.0)  # weight 0: nothing
+        >>> [round(v, 4) for v in score.finite], score.zeros
+        ([-1.3863, -0.8109], [0, 0])
+        """
+        if weight == 0.0:
+            return
+        finite, zeros = self.finite, self.zeros
+        if alpha > 0.0:
+            smoothing = alpha * s
+            for k, (n, d) in enumerate(zip(num, den, strict=True)):
+                finite[k] += weight * _log((n + alpha) / (d + smoothing))
+            return
+        for k, (n, d) in enumerate(zip(num, den, strict=True)):
+            if d == 0.0:
+                finite[k] -= weight * _log(s)
+            elif n == 0.0:
+                zeros[k] += 1
+            else:
+                finite[k] += weight * _log(n / d)
+
     def extend(self, other: ZeroScore) -> None:
         """Add ``other``'s terms (the terms every SPODE shares)."""
         self.finite = [a + b for a, b in zip(self.finite, other.finite, strict=True)]

@@ -54,8 +54,8 @@ class AODE(_SuperParent):
     weighting
         ``"uniform"`` (default, AODE) or ``"mutual_information"`` (weighted AODE).
     max_values_per_feature, n_bins, warmup, bin_edges, strategy, warmup_terms, schema,
-    max_pair_features, half_life, max_classes, max_features
-        As in :class:`SPODE`.
+    max_pair_features, feature_weights, half_life, max_classes, max_features
+        As in :class:`SPODE` (a feature of weight 0 has no SPODE in the mixture).
 
     Examples
     --------

@@ -36,8 +36,8 @@ class KDB(_Dependence):
     k
         Maximum number of feature parents per feature (≥ 1).
     alpha, rebuild_every, min_parent_count, max_values_per_feature, n_bins, warmup,
-    bin_edges, strategy, warmup_terms, schema, max_pair_features, half_life, max_classes,
-    max_features
+    bin_edges, strategy, warmup_terms, schema, max_pair_features, feature_weights, half_life,
+    max_classes, max_features
         As in :class:`~stream_nb.TAN`.
 
     Examples

@@ -63,6 +63,14 @@ class SPODE(_SuperParent):
         CategoricalNB term is added to every class) and are never parents, so
         pair memory and per-event cost stay bounded by the cap² however many
         features events carry.
+    feature_weights
+        ``{feature: w >= 0}`` (features left out: ``w = 1``): each child term
+        ``log P̂(x_j | y, x_p)`` is multiplied by ``w_j``, and the parent's joint
+        term ``log P̂(y, x_p)`` is split into ``log P̂_p(y) + w_p log P̂(x_p | y)``.
+        A weight of 0 removes the feature from prediction (no term, never a
+        parent; a parent of weight 0 means the Naive Bayes fallback) while its
+        counts are still learned; see :mod:`stream_nb.seminaive._feature_weights`.
+        Models merge only with equal weights; scoring takes the per-event path.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -87,7 +95,8 @@ class SPODE(_SuperParent):
         """Every feature's parent is the super-parent (:meth:`Learner.structure`).
 
         ``"super_parent"`` is the ``parent`` parameter, or the feature with the
-        largest ``I(X_f; Y)`` as the model chooses it.
+        largest ``I(X_f; Y)`` as the model chooses it (among the features of
+        non-zero ``feature_weights``).
         """
         from stream_nb.informative import mutual_information
 
@@ -96,6 +105,9 @@ class SPODE(_SuperParent):
         parent = self.parent
         if parent is None:
             mi = mutual_information(stats)
+            weights = self._score_weights
+            if weights is not None:  # a feature of weight 0 is never the parent
+                mi = {f: v for f, v in mi.items() if weights.get(f, 1.0)}
             parent = min(mi, key=lambda f: (-mi[f], canonical(f))) if mi else None
         shared = [parent] if parent in features else []  # an unlearned parent: NB terms
         return {
@@ -134,5 +146,8 @@ class SPODE(_SuperParent):
         key = (store.categorical.total_weight, self._scale, self.n_learned)
         if self._auto is None or self._auto[0] != key:
             ranked = store.ranked()
+            weights = self._score_weights
+            if weights is not None:  # a feature of weight 0 is never the parent
+                ranked = [f for f in ranked if weights.get(f, 1.0)]
             self._auto = (key, ranked[0] if ranked else None)
         return self._auto[1]

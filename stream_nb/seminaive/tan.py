@@ -38,6 +38,12 @@ class TAN(_Dependence):
     alpha, min_parent_count, max_values_per_feature, n_bins, warmup, bin_edges, strategy,
     warmup_terms, schema, max_pair_features
         As in :class:`~stream_nb.SPODE`.
+    feature_weights
+        ``{feature: w >= 0}`` (features left out: ``w = 1``): the score is
+        ``log P̂(y) + Σ_j w_j log P̂(x_j | y, x_pa(j))``. A weight of 0 removes the
+        feature from prediction: no term, and children skip it as a parent (their
+        next parent, else Naive Bayes); the structure is still learned with it.
+        Models merge only with equal weights; scoring takes the per-event path.
     rebuild_every
         Events between structure rebuilds once the schedule has settled.
     half_life

@@ -5,11 +5,21 @@ It shares no code with the learners: every count is a sum over the event list
 docs/seminaive.md, including ``alpha = 0`` (zero counts ``-inf``, a ratio whose
 conditioning count is 0 at its limit ``1/s``, and the zero-count rule of
 stream_nb._mle applied per class, over the SPODEs of a mixture with the fewest).
+
+With ``feature_weights`` every term of feature ``j`` is multiplied by ``w_j``
+(the finite part; a zero count stays one, a weight-0 term is left out), a
+SPODE's joint term is split as ``P̂_p(y) P̂(x_p | y)`` with ``w_p`` on the second
+factor, and a feature of weight 0 is no one's parent. ``pair_limit``: only the
+first ``pair_limit`` features learned have pair counts (``max_pair_features``).
+
+:func:`make_stream` and :func:`probes` are the random streams and probes the
+tests compare on.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -34,10 +44,23 @@ def add(a: Term, b: Term) -> Term:
     return a[0] + b[0], a[1] + b[1]
 
 
+def weigh(term: Term, w: float) -> Term:
+    """A term times its feature's weight (weight 0: no term at all)."""
+    return (w * term[0], term[1]) if w else (0.0, 0)
+
+
 class Reference:
     """Counts of a weighted event list, and the learners' scores from them."""
 
-    def __init__(self, events: list[Event], alpha: float, half_life: float | None = None) -> None:
+    def __init__(
+        self,
+        events: list[Event],
+        alpha: float,
+        half_life: float | None = None,
+        feature_weights: Mapping[str, float] | None = None,
+        pair_limit: int | None = None,
+    ) -> None:
+        self.fw = feature_weights
         gamma = None if half_life is None else 0.5 ** (1.0 / half_life)
         weights, later = [], 0.0
         for _e, _y, w in reversed(events):
@@ -55,6 +78,10 @@ class Reference:
                 self.values.setdefault(f, [])
                 if v not in self.values[f]:
                     self.values[f].append(v)
+        self.pair = set(list(self.values)[:pair_limit])
+
+    def w(self, f: str) -> float:
+        return 1.0 if self.fw is None else self.fw.get(f, 1.0)
 
     def total(self, pred: Callable[[dict[str, Any], Hashable], bool], since: int = 0) -> float:
         """Weight of the events from index ``since`` on that satisfy ``pred``."""
@@ -86,14 +113,22 @@ class Reference:
     def naive(self, xp: Mapping[str, Any], y: Hashable) -> Term:
         out = self.prior(y)
         for j, vj in xp.items():
-            out = add(out, self.cond(j, vj, y, {}))
+            out = add(out, weigh(self.cond(j, vj, y, {}), self.w(j)))
         return out
 
     def spode(self, xp: Mapping[str, Any], i: str, y: Hashable) -> Term:
-        out = self.joint(i, xp[i], y)
+        if self.fw is None:
+            out = self.joint(i, xp[i], y)
+        else:  # P̂_i(y) P̂(x_i | y), the second factor weighted
+            n_y = self.total(lambda e, yy: yy == y and i in e)
+            n = self.total(lambda e, _y: i in e)
+            s_i = len(self.values[i])
+            out = ratio(n_y, n, self.alpha * s_i, len(self.classes))
+            out = add(out, weigh(self.cond(i, xp[i], y, {}), self.w(i)))
         for j, vj in xp.items():
             if j != i:
-                out = add(out, self.cond(j, vj, y, {i: xp[i]}))
+                given = {i: xp[i]} if j in self.pair else {}
+                out = add(out, weigh(self.cond(j, vj, y, given), self.w(j)))
         return out
 
     def mutual_information(self, i: str) -> float:
@@ -122,6 +157,8 @@ class Reference:
             i
             for i in xp
             if (only is None or i == only)
+            and i in self.pair
+            and self.w(i)
             and self.total(lambda e, _y, i=i: e.get(i) == xp[i]) >= m * (1 - 1e-12)
         ]
         if not parents:
@@ -157,8 +194,15 @@ class Reference:
         for y in self.classes:
             out = self.prior(y)
             for j, vj in xp.items():
+                wj = self.w(j)
+                if not wj:
+                    continue
                 pa = parents.get(j, ())
-                if families is not None and len(pa) >= 2 and all(p in present for p in pa):
+                if (
+                    families is not None
+                    and len(pa) >= 2
+                    and all(p in present and self.w(p) for p in pa)
+                ):
                     config = {p: present[p] for p in pa}
                     since = families[j]
                     support = self.total(
@@ -168,15 +212,17 @@ class Reference:
                         since,
                     )
                     if support > 0 and support >= m * (1 - 1e-12):
-                        out = add(out, self.cond(j, vj, y, config, since))
+                        out = add(out, weigh(self.cond(j, vj, y, config, since), wj))
                         continue
                 usable = [
                     p
                     for p in parents.get(j, ())
-                    if p in xp and self.total(lambda e, _y, p=p: e.get(p) == xp[p]) >= m
+                    if p in xp
+                    and self.w(p)
+                    and self.total(lambda e, _y, p=p: e.get(p) == xp[p]) >= m
                 ]
                 given = {usable[0]: xp[usable[0]]} if usable else {}
-                out = add(out, self.cond(j, vj, y, given))
+                out = add(out, weigh(self.cond(j, vj, y, given), wj))
             scores[y] = out
         return self.normalise(scores)
 
@@ -187,3 +233,37 @@ class Reference:
         top = max(kept.values())
         lse = top + math.log(sum(math.exp(v - top) for v in kept.values()))
         return {y: v - lse for y, v in kept.items()}
+
+
+def make_stream(seed: int, n: int, dependent: bool = False) -> list[Event]:
+    """Sparse categorical counts (many zero cells), missing values, weights, a late class;
+    ``dependent``: ``f1`` and ``f3`` mostly copy ``f0`` (edges for TAN and KDB)."""
+    rng = random.Random(seed)
+    events: list[Event] = []
+    for t in range(n):
+        y: Hashable = rng.choice(["a", "b", "c"] if t < n // 2 else ["a", "b", "c", 7])
+        x: dict[str, Any] = {
+            "f0": f"v{rng.randrange(2) + (y == 'a')}",
+            "f1": f"u{rng.randrange(5)}",
+            "f2": "p" if y == "b" else rng.choice("pqr"),
+            "f3": f"w{rng.randrange(2 + (y == 'c'))}",
+        }
+        if dependent and rng.random() < 0.9:
+            x["f1"] = x["f3"] = x["f0"]
+        if t > n // 3:
+            x["late"] = f"l{rng.randrange(3)}"
+        for k in list(x):
+            if rng.random() < 0.15:
+                del x[k]
+            elif rng.random() < 0.05:
+                x[k] = None
+        events.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
+    return events
+
+
+def probes(x: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
+    unseen = {**x, rng.choice(["f0", "f1", "f2", "f3"]): "never-seen"}
+    mixed = {f: f"{v}" for f, v in x.items()}
+    if "f1" in mixed:
+        mixed["f1"] = rng.choice(["u0", "u1", "u2", "u3", "u4"])
+    return [x, unseen, mixed, {}]

@@ -1,4 +1,5 @@
-"""Weighted AODE, ``alpha = 0`` and the Gaussian warm-up term through the engine.
+"""Weighted AODE, ``alpha = 0``, the Gaussian warm-up term and ``feature_weights`` through
+the engine.
 
 Whatever path the engine takes (the column path, where the batch kernels
 decline these options or warming values, or the general path), it writes the
@@ -14,9 +15,12 @@ from typing import Any
 import orjson
 import pytest
 
-from stream_nb import AODE, TAN, Learner
+from stream_nb import AODE, KDB, SPODE, TAN, Learner
 from stream_nb.checks.engine import run_engine
 from stream_nb.datasets import mixed_stream
+
+#: weight 0, a fraction and more than 1, on categorical and numeric features
+WEIGHTS = {"cat0": 0.0, "cat2": 2.0, "num0": 0.5, "num1": 0.0, "flag": 3.0}
 
 FACTORIES: dict[str, Callable[[], Learner]] = {
     "AODE-weighted": lambda: AODE(weighting="mutual_information"),
@@ -24,6 +28,9 @@ FACTORIES: dict[str, Callable[[], Learner]] = {
     "TAN-alpha0": lambda: TAN(alpha=0, rebuild_every=100),
     "AODE-gaussian-warm-up": lambda: AODE(warmup=300),
     "TAN-gaussian-warm-up": lambda: TAN(warmup=300, rebuild_every=100),
+    "AODE-feature-weights": lambda: AODE(feature_weights=WEIGHTS),
+    "SPODE-feature-weights": lambda: SPODE("cat1", feature_weights=WEIGHTS),
+    "KDB-feature-weights": lambda: KDB(2, warmup=300, rebuild_every=100, feature_weights=WEIGHTS),
 }
 
 

@@ -17,11 +17,10 @@ import random
 import warnings
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import pytest
-from _reference import Event, Reference
+from _reference import Event, Reference, make_stream, probes
 
 from stream_nb import AODE, KDB, SPODE, TAN, ConfigError, Learner
 from stream_nb.datasets import mixed_stream
@@ -35,40 +34,6 @@ def strict() -> Iterator[None]:
     with np.errstate(all="raise"), warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
-
-
-def make_stream(seed: int, n: int, dependent: bool = False) -> list[Event]:
-    """Sparse categorical counts (many zero cells), missing values, weights, a late class;
-    ``dependent``: ``f1`` and ``f3`` mostly copy ``f0`` (edges for TAN and KDB)."""
-    rng = random.Random(seed)
-    events: list[Event] = []
-    for t in range(n):
-        y: Hashable = rng.choice(["a", "b", "c"] if t < n // 2 else ["a", "b", "c", 7])
-        x: dict[str, Any] = {
-            "f0": f"v{rng.randrange(2) + (y == 'a')}",
-            "f1": f"u{rng.randrange(5)}",
-            "f2": "p" if y == "b" else rng.choice("pqr"),
-            "f3": f"w{rng.randrange(2 + (y == 'c'))}",
-        }
-        if dependent and rng.random() < 0.9:
-            x["f1"] = x["f3"] = x["f0"]
-        if t > n // 3:
-            x["late"] = f"l{rng.randrange(3)}"
-        for k in list(x):
-            if rng.random() < 0.15:
-                del x[k]
-            elif rng.random() < 0.05:
-                x[k] = None
-        events.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
-    return events
-
-
-def probes(x: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
-    unseen = {**x, rng.choice(["f0", "f1", "f2", "f3"]): "never-seen"}
-    mixed = {f: f"{v}" for f, v in x.items()}
-    if "f1" in mixed:
-        mixed["f1"] = rng.choice(["u0", "u1", "u2", "u3", "u4"])
-    return [x, unseen, mixed, {}]
 
 
 def assert_close(got: dict[Hashable, float], want: dict[Hashable, float], where: str) -> None:
