@@ -480,10 +480,10 @@ class KafkaSync:
         return self.sync(reseek=False)
 
     def final_sync(self) -> None:
-        """On a clean stop: publish the last delta and commit its offsets; when that
-        transaction committed anything, read this worker's deltas back into the base
-        (bounded) and write a last snapshot (the engine's own final snapshot came
-        before the transaction), so the snapshot's base is the whole committed model."""
+        """On a clean stop: publish the last delta and commit its offsets, read this
+        worker's published deltas back into the base (bounded), and when either changed
+        anything write a last snapshot (the engine's own final snapshot came before),
+        so the snapshot's base is the whole committed model."""
         engine = self._engine
         if not self._caught_up or engine is None:
             return
@@ -493,11 +493,12 @@ class KafkaSync:
         before = (self.seq, dict(self._committed))
         try:
             committed = self.sync(reseek=False) and (self.seq, self._committed) != before
-            if committed and engine.checkpointer is not None:
-                # the base holds this worker's deltas once read back from the topic: a
-                # snapshot after that read holds the whole committed model
-                if self._read_own_deltas(CLOSE_SECONDS):
-                    self._refresh_main(keep_local=True)
+            # the base holds this worker's deltas once read back from the topic: a
+            # snapshot after that read holds the whole committed model
+            folded = self._read_own_deltas(CLOSE_SECONDS)
+            if folded:
+                self._refresh_main(keep_local=True)
+            if (committed or folded) and engine.checkpointer is not None:
                 engine.checkpoint()
         except Exception as exc:  # closing: the restart or the next owner redoes the work
             log.warning("last sync on stop failed: %s", exc)

@@ -197,7 +197,13 @@ def group_members_with_partitions(bootstrap: str, group: str) -> int:
 def read_topic(
     bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False
 ) -> list[Any]:
-    """Every record of ``topic`` up to its current end."""
+    """Every record of ``topic`` up to its current end.
+
+    ``read_committed``: first waits (at most 60 s) until no transaction is open on the
+    topic (the last stable offset reaches the high watermark): a stopped producer's
+    open transaction is aborted by the coordinator only after its timeout. A
+    transaction that stays open fails the read, naming the offsets.
+    """
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         enable_auto_commit=False,
@@ -207,8 +213,19 @@ def read_topic(
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     ends = consumer.end_offsets(tps)
-    out: list[Any] = []
     deadline = time.monotonic() + 60
+    if read_committed:
+        high = end_offsets(bootstrap, topic, partitions)
+        while any(ends[tp] < high[tp.partition] for tp in tps):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"a transaction stays open on {topic}: last stable offsets "
+                    f"{ {tp.partition: ends[tp] for tp in tps} }, high watermarks {high}"
+                )
+            time.sleep(0.5)
+            ends = consumer.end_offsets(tps)
+            high = end_offsets(bootstrap, topic, partitions)
+    out: list[Any] = []
     while any(consumer.position(tp) < ends[tp] for tp in tps):
         if time.monotonic() > deadline:
             raise AssertionError(f"cannot read {topic} to its end")
