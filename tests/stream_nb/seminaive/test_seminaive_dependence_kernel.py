@@ -15,11 +15,10 @@ import random
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import orjson
 import pytest
+from _kernel_paths import assert_engine_paths_agree
 
 from stream_nb import KDB, TAN, Learner
-from stream_nb.checks.engine import run_engine
 
 TOLERANCE = 1e-12
 
@@ -193,34 +192,6 @@ def test_no_kernel_with_forgetting_or_a_tracked_delta() -> None:
         assert state(model) == before
 
 
-def _run(lines: list[bytes], make: Callable[[], Learner], columns: bool) -> tuple[Any, ...]:
-    class Counting(type(make())):  # type: ignore[misc]
-        taken = 0
-
-        def predict_learn_columns(self, *args: Any) -> Any:
-            out = super().predict_learn_columns(*args)
-            self.taken += out is not None
-            return out
-
-    learner = Counting(**make().get_params())
-    run = run_engine(learner, lines, column_path=columns)
-    return run.records, run.state, run.report, run.outcomes, learner.taken
-
-
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_engine_column_path_equals_general_path(name: str) -> None:
-    lines = []
-    for i, (x, y, w) in enumerate(events(6, 3000, none=0.15, unlabelled=0.05)):
-        event: dict[str, Any] = {"id": f"e{i}", **x, "w": w}
-        if y is not None:
-            event["y"] = y
-        if i % 701 == 0:
-            del event["f3"]  # another key set: that batch takes the general path
-        lines.append(orjson.dumps(event))
-    fast = _run(lines, FACTORIES[name], columns=True)
-    slow = _run(lines, FACTORIES[name], columns=False)
-    assert fast[0] == slow[0]  # every prediction record, byte for byte
-    assert fast[1] == slow[1]  # the model
-    assert fast[2] == slow[2]  # the evaluation
-    assert fast[3] == slow[3]
-    assert slow[4] == 0 and fast[4] >= 10, fast[4]
+    assert_engine_paths_agree(FACTORIES[name], events(6, 3000, none=0.15, unlabelled=0.05))
