@@ -282,6 +282,8 @@ class _TokenLearner(Learner):
                 return per_event_answers(*out)
         return Learner.predict_learn_many(self, xs, ys, ws)
 
+    _codes: Any
+
     def _kernel_applies(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares one, and
         ``alpha > 0`` unless the kernel applies the zero-probability rule of
@@ -299,7 +301,24 @@ class _TokenLearner(Learner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        """Hook: the learner's batch kernel (``None``: not this batch)."""
+        """The learner's batch kernel (:meth:`_batch_kernel`) on this batch, with the
+        learner's token codes (``None``: not this batch)."""
+        kernel = self._batch_kernel()
+        if kernel is None:
+            return None
+        return kernel(self, self._token_codes(), xs, ys, ws)
+
+    def _token_codes(self) -> Any:
+        """The batch kernels' token codes (``_text_batch.TokenCodes``), made on first use."""
+        if self._codes is None:
+            from stream_nb.naive_bayes._text_batch import TokenCodes
+
+            self._codes = TokenCodes()
+        return self._codes
+
+    def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None] | None:
+        """Hook: the kernel function, called as ``kernel(learner, codes, xs, ys, ws)``
+        (``None``: the learner has none)."""
         return None
 
     def feature_names(self) -> list[Hashable]:
@@ -324,7 +343,7 @@ class _TokenLearner(Learner):
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
-        self._codes: Any = None  # token codes of the batch kernel (_text_batch.TokenCodes)
+        self._codes = None  # token codes of the batch kernel (_text_batch.TokenCodes)
         # whether _codes.counts mirrors the count rows (cleared by anything else that
         # changes them: a per-event learn, a merge, a rescale, a load)
         self._batch_counts_valid = False

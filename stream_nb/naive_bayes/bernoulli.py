@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from itertools import repeat
 from operator import add, mul, sub, truediv
 from typing import Any
@@ -132,18 +132,10 @@ class BernoulliNB(_TokenLearner):
         row_kernel=True, kernel_records_delta=True, informative_features=True
     )
 
-    def _row_kernel(
-        self,
-        xs: Sequence[Mapping[str, Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float] | None,
-    ) -> tuple[list[Hashable], Any, Any] | None:
+    def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None]:
         from stream_nb.naive_bayes._bernoulli_batch import bernoulli_kernel
-        from stream_nb.naive_bayes._text_batch import TokenCodes
 
-        if self._codes is None:
-            self._codes = TokenCodes()
-        return bernoulli_kernel(self, self._codes, xs, ys, ws)
+        return bernoulli_kernel
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import bernoulli_entries, state_stats

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from itertools import zip_longest
 from typing import Any
 
@@ -101,18 +101,10 @@ class MultinomialNB(_TokenLearner):
     _EXTRA = ("class_tokens",)  # T_y
     _KERNEL_MLE = True  # (see _count_kernels.multinomial_kernel)
 
-    def _row_kernel(
-        self,
-        xs: Sequence[Mapping[str, Any]],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float] | None,
-    ) -> tuple[list[Hashable], Any, Any] | None:
+    def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None]:
         from stream_nb.naive_bayes._count_kernels import multinomial_kernel
-        from stream_nb.naive_bayes._text_batch import TokenCodes
 
-        if self._codes is None:
-            self._codes = TokenCodes()
-        return multinomial_kernel(self, self._codes, xs, ys, ws)
+        return multinomial_kernel
 
     def _informative_entries(self, top: int | None) -> list[dict[str, Any]]:
         from stream_nb.informative import multinomial_entries, state_stats
