@@ -153,6 +153,14 @@ class BatchClasses:
             unit = bool((w == 1.0).all())
         return cls(labels, w, unit, k_arr)
 
+    def reweighted(self, w: np.ndarray) -> BatchClasses:
+        """The same events and classes with weights ``w`` (checked by the caller), never
+        unit: the raw weights of a forgetting learner (:class:`stream_nb._decay.BatchDecay`),
+        added one event at a time as the per-event path adds them."""
+        k_arr = np.full(len(self.w), -1, dtype=np.intp)
+        k_arr[self.rows] = self.k
+        return BatchClasses(self.labels, w, False, k_arr)
+
     def first_order(self) -> list[int]:
         """The classes that learn in this batch (their ``k``), in the order of their first
         labelled event (the order in which learning event by event meets them)."""

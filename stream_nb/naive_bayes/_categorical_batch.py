@@ -50,6 +50,9 @@ _MAX_CODES = 1 << 16
 #: Codes below this (and the code of a missing value, one more) fit in a byte.
 _BYTE_CODES = 255
 
+#: No counts yet for a value
+_NO_COUNTS: dict[Hashable, float] = {}
+
 #: ``(value, label, weight)`` added to ``N_{y,f,v}``, and ``(label, weight)`` to ``N_{y,f}``
 Items = list[tuple[Any, Hashable, float]]
 ClassWeights = list[tuple[Hashable, float]]
@@ -198,14 +201,17 @@ class CategoricalColumns:
             self.coded.append((code_values, code_arr, np.flatnonzero(counted).tolist(), slot))
         return True
 
-    def log_likelihoods(self, classes: BatchClasses, alpha: float) -> np.ndarray | None:
+    def log_likelihoods(
+        self, classes: BatchClasses, alpha: float | np.ndarray
+    ) -> np.ndarray | None:
         """``Σ_f log((N_{y,f,v} + α) / (N_{y,f} + S_f α))`` of every class (row) and event
-        (column), K × B, each with the statistics before the event (α in raw units);
-        ``None`` (nothing changed) when a value new to the model cannot be learned as it
-        is (past ``max_values``, or not a category), and for ``alpha = 0`` (see
-        :meth:`mle_log_likelihoods`).
+        (column), K × B, each with the statistics before the event (α in raw units: a
+        number, or one per event for a forgetting learner, see
+        :class:`stream_nb._decay.BatchDecay`); ``None`` (nothing changed) when a value new
+        to the model cannot be learned as it is (past ``max_values``, or not a category),
+        and for ``alpha = 0`` (see :meth:`mle_log_likelihoods`).
         """
-        if alpha == 0:
+        if np.ndim(alpha) == 0 and alpha == 0:
             return None
         found = self._counts(classes, alpha)
         if found is None:
@@ -231,9 +237,14 @@ class CategoricalColumns:
         finite: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return finite, zeros
 
-    def _counts(self, classes: BatchClasses, alpha: float) -> tuple[np.ndarray, np.ndarray] | None:
+    def _counts(
+        self, classes: BatchClasses, alpha: float | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """``N_{y,f,v} + α`` and ``N_{y,f} + S_f α`` before every event, K × F × B (1 and 1
-        where the feature is missing); ``None`` as :meth:`log_likelihoods`."""
+        where the feature is missing); ``None`` as :meth:`log_likelihoods`. ``alpha``: a
+        number, or one per event (``B``)."""
+        per_event = np.ndim(alpha) > 0
+        a: Any = 0.0 if per_event else alpha  # (α per event is added at the end)
         stats = self.stats
         labels = classes.labels
         labelled = classes.labelled
@@ -256,7 +267,7 @@ class CategoricalColumns:
         seen_codes: list[int] = []  # global codes of learned values, and their counts
         seen_counts: list[float] = []
         pres0 = np.empty((n_classes, n_cat))  # N_{y,f} at the batch start
-        smoothing = np.empty(n_cat)  # S_f α at the batch start
+        smoothing = np.empty(n_cat)  # S_f α at the batch start (S_f with α per event)
         grows: list[tuple[int, np.ndarray]] = []  # (f, S_f α growth before every event)
         for j, (f, (code_values, code_arr, present_codes, _), offset, size) in enumerate(
             zip(self.features, self.coded, offsets, sizes, strict=True)
@@ -272,7 +283,7 @@ class CategoricalColumns:
                 else:
                     unseen.append(c)
             pres0[:, j] = [by_class.get(y, 0.0) for y in labels]
-            smoothing[j] = len(values) * alpha
+            smoothing[j] = len(values) * (1.0 if per_event else a)
             if unseen and not stats.accepts_new_values(f, [code_values[c] for c in unseen]):
                 return None  # a value past max_values_per_feature, or not a category
             if unseen:
@@ -284,19 +295,25 @@ class CategoricalColumns:
                 new_first = np.sort(learned_new[first])
                 grows.append((j, np.searchsorted(new_first, np.arange(b), side="left") * alpha))
         seen = np.array(seen_counts).reshape(-1, n_classes).T
-        start = np.full((n_classes, sum(sizes)), alpha)  # K × global code: N_{y,f,v} + α
+        start = np.full((n_classes, sum(sizes)), a)  # K × global code: N_{y,f,v} + α
         if seen_codes:
             start[:, seen_codes] += seen
         count = grouped_exclusive_cumsum(codes_all, classes.onehot)
         count += start.take(codes_all, axis=1)
         count = count.reshape(n_classes, n_cat, b)
-        base = pres0 + smoothing  # N_{y,f} + S_f α at the batch start
+        if per_event:
+            count += alpha
+            base = pres0  # N_{y,f} at the batch start; S_f α per event below
+        else:
+            base = pres0 + smoothing  # N_{y,f} + S_f α at the batch start
         pres = base[:, :, None] + classes.before[:, None, :]
         for j, rows in enumerate(self.missing):
             if rows is not None:  # N_{y,f} grows only where f is present
                 onehot = classes.onehot.copy()
                 onehot[:, rows] = 0.0
                 pres[:, j, :] = base[:, j, None] + exclusive_cumsum(onehot, axis=-1)
+        if per_event:
+            pres += smoothing[None, :, None] * alpha
         for j, grow in grows:
             pres[:, j, :] += grow
         for j, rows in enumerate(self.missing):
@@ -324,8 +341,9 @@ class CategoricalColumns:
 
         With unit weights and whole counts, the totals per value and class are exact
         integers, added at once; otherwise each event's weight is added in order, as the
-        per-event path does. Values, classes and features new to a store are added in
-        the order of their first learned event, as learning event by event does.
+        per-event path does (:meth:`_learn_in_order`). Values, classes and features new
+        to a store are added in the order of their first learned event, as learning
+        event by event does.
         """
         codes_all = self.codes_all
         if codes_all is None:
@@ -333,70 +351,124 @@ class CategoricalColumns:
         targets = [self.stats] if delta is None else [self.stats, delta]
         if delta is not None:
             delta.add_features(self.first_learned(classes, delta))
+        if not (classes.unit and self.integral):
+            self._learn_in_order(classes, targets)
+            return
         labels = classes.labels
         n_classes = len(labels)
         b = self.size
         sizes = [len(code_values) + (slot >= 0) for code_values, _, _, slot in self.coded]
         offsets = np.cumsum([0, *sizes[:-1]]).tolist()
-        keys = None
-        if classes.unit and self.integral:
-            # N_{y,f,v} learned in this batch, per global value code and class, for all
-            # features at once: the non-zero totals in code order, cut at the features
-            learned_codes = codes_all.reshape(len(self.features), b)
-            if classes.n_labelled < b:
-                learned_codes = learned_codes.take(classes.rows, axis=1)
-            keys = learned_codes * n_classes + classes.k
-            value_totals = np.bincount(keys.ravel(), minlength=sum(sizes) * n_classes).reshape(
-                -1, n_classes
-            )
-            slots = [o + len(cv) for (cv, _, _, slot), o in zip(self.coded, offsets) if slot >= 0]  # noqa: B905
-            value_totals[slots] = 0  # (missing values are not learned)
-            nz_codes, nz_classes = np.nonzero(value_totals)
-            nz_totals = value_totals[nz_codes, nz_classes].astype(np.float64).tolist()
-            bounds = np.searchsorted(nz_codes, [*offsets, len(value_totals)]).tolist()
-            by_feature = np.add.reduceat(value_totals, offsets, axis=0).astype(np.float64).tolist()
-            nz_codes_l, nz_classes_l = nz_codes.tolist(), nz_classes.tolist()
-        for j, (f, col, (code_values, _, _, _), offset) in enumerate(
-            zip(self.features, self.columns, self.coded, offsets, strict=True)
+        # N_{y,f,v} learned in this batch, per global value code and class, for all
+        # features at once: the non-zero totals in code order, cut at the features
+        learned_codes = codes_all.reshape(len(self.features), b)
+        if classes.n_labelled < b:
+            learned_codes = learned_codes.take(classes.rows, axis=1)
+        keys = learned_codes * n_classes + classes.k
+        value_totals = np.bincount(keys.ravel(), minlength=sum(sizes) * n_classes).reshape(
+            -1, n_classes
+        )
+        slots = [o + len(cv) for (cv, _, _, slot), o in zip(self.coded, offsets) if slot >= 0]  # noqa: B905
+        value_totals[slots] = 0  # (missing values are not learned)
+        nz_codes, nz_classes = np.nonzero(value_totals)
+        nz_totals = value_totals[nz_codes, nz_classes].astype(np.float64).tolist()
+        bounds = np.searchsorted(nz_codes, [*offsets, len(value_totals)]).tolist()
+        by_feature = np.add.reduceat(value_totals, offsets, axis=0).astype(np.float64).tolist()
+        nz_codes_l, nz_classes_l = nz_codes.tolist(), nz_classes.tolist()
+        for j, (f, (code_values, _, _, _), offset) in enumerate(
+            zip(self.features, self.coded, offsets, strict=True)
         ):
-            items: Items
-            class_weights: ClassWeights
-            if keys is not None:
-                lo, hi = bounds[j], bounds[j + 1]
-                items = [
-                    (code_values[c - offset], labels[k], t)
-                    for c, k, t in zip(
-                        nz_codes_l[lo:hi], nz_classes_l[lo:hi], nz_totals[lo:hi], strict=True
-                    )
-                ]
-                class_weights = [(labels[k], c) for k, c in enumerate(by_feature[j]) if c]
-                if not all(target.knows(f, class_weights, items) for target in targets):
-                    items, class_weights = _first_order(
-                        keys[j], offset, len(code_values), labels, items, class_weights
-                    )
-            else:
-                rows = self.missing[j]
-                weights = learned.weights
-                if rows is None:
-                    items = [
-                        (value, y, wi)
-                        for value, y, wi in zip(col, ys, weights, strict=True)
-                        if y is not None
-                    ]
-                else:
-                    present = np.ones(b, dtype=bool)
-                    present[rows] = False
-                    items = [
-                        (value, y, wi)
-                        for value, y, wi, here in zip(
-                            col, ys, weights, present.tolist(), strict=True
-                        )
-                        if here and y is not None
-                    ]
-                class_weights = [(y, wi) for _, y, wi in items]
+            lo, hi = bounds[j], bounds[j + 1]
+            items: Items = [
+                (code_values[c - offset], labels[k], t)
+                for c, k, t in zip(
+                    nz_codes_l[lo:hi], nz_classes_l[lo:hi], nz_totals[lo:hi], strict=True
+                )
+            ]
+            class_weights: ClassWeights = [(labels[k], c) for k, c in enumerate(by_feature[j]) if c]
+            if not all(target.knows(f, class_weights, items) for target in targets):
+                items, class_weights = _first_order(
+                    keys[j], offset, len(code_values), labels, items, class_weights
+                )
             for target in targets:
                 if f in target.present:
                     target.add_batch(f, class_weights, items)
+
+    def _learn_in_order(self, classes: BatchClasses, targets: list[CategoricalStatistics]) -> None:
+        """:meth:`learn` with real-valued weights or counts: each count after the batch is
+        its count before plus the weights of its events added one after the other, in
+        event order (``numpy.add.at`` adds a repeated index in order), so it is the
+        per-event path's to the bit; the counts are then set in the order of their first
+        learned event."""
+        codes_all = self.codes_all
+        assert codes_all is not None  # (learn checked)
+        labels = classes.labels
+        n_classes = len(labels)
+        n_features = len(self.features)
+        rows = classes.rows
+        learned_codes = codes_all.reshape(n_features, self.size)
+        if classes.n_labelled < self.size:
+            learned_codes = learned_codes.take(rows, axis=1)
+        weights = np.tile(classes.w.take(rows), n_features)
+        sizes = [len(code_values) + (slot >= 0) for code_values, _, _, slot in self.coded]
+        offsets = np.cumsum([0, *sizes[:-1]])
+        # the feature of every global code, and which codes are missing values (not learned)
+        feature_of = np.repeat(np.arange(n_features), sizes)
+        learnable = np.ones(sum(sizes), dtype=bool)
+        for (code_values, _, _, slot), offset in zip(self.coded, offsets.tolist(), strict=True):
+            if slot >= 0:
+                learnable[offset + len(code_values)] = False
+        codes = learned_codes.ravel()  # feature after feature, events in order
+        keep = learnable.take(codes)
+        codes, weights = codes[keep], weights[keep]
+        k = np.tile(classes.k, n_features)[keep]
+        # N_{y,f,v}: one key per (global code, class); N_{y,f}: one per (feature, class)
+        value_keys, value_first, value_of = np.unique(
+            codes * n_classes + k, return_index=True, return_inverse=True
+        )
+        class_keys, class_first, class_of = np.unique(
+            feature_of.take(codes) * n_classes + k, return_index=True, return_inverse=True
+        )
+        value_order = np.argsort(value_first, kind="stable")  # first learned first
+        class_order = np.argsort(class_first, kind="stable")
+        value_keys, value_of = value_keys[value_order], np.argsort(value_order).take(value_of)
+        class_keys, class_of = class_keys[class_order], np.argsort(class_order).take(class_of)
+        code_l = (value_keys // n_classes).tolist()
+        value_features = feature_of.take(value_keys // n_classes).tolist()
+        pairs = [
+            (j, self.coded[j][0][c - offsets[j]], labels[kk])
+            for j, c, kk in zip(
+                value_features, code_l, (value_keys % n_classes).tolist(), strict=True
+            )
+        ]
+        class_pairs = [
+            (j, labels[kk])
+            for j, kk in zip(
+                (class_keys // n_classes).tolist(), (class_keys % n_classes).tolist(), strict=True
+            )
+        ]
+        for target in targets:
+            # (a feature a delta does not hold, past its max_features, is not learned)
+            tables = [target.counts.get(f) for f in self.features]
+            by_class = [target.present.get(f) for f in self.features]
+            start = np.array(
+                [
+                    0.0 if (t := tables[j]) is None else t.get(v, _NO_COUNTS).get(y, 0.0)
+                    for j, v, y in pairs
+                ],
+                dtype=np.float64,
+            )
+            np.add.at(start, value_of, weights)
+            class_start = np.array(
+                [0.0 if (c := by_class[j]) is None else c.get(y, 0.0) for j, y in class_pairs],
+                dtype=np.float64,
+            )
+            np.add.at(class_start, class_of, weights)
+            target.set_batch(
+                self.features,
+                [(j, y, n) for (j, y), n in zip(class_pairs, class_start.tolist(), strict=True)],
+                [(j, v, y, n) for (j, v, y), n in zip(pairs, start.tolist(), strict=True)],
+            )
 
     def first_learned(self, classes: BatchClasses, stats: CategoricalStatistics) -> list[Hashable]:
         """The batch's features that ``stats`` has not learned and the batch learns, in

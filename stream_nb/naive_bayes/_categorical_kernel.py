@@ -17,8 +17,10 @@ a model that has learned no class yet, a label it has not learned, a weight
 or a value the per-event path would reject, a value past
 ``max_values_per_feature`` that the bucket does not take, and a feature the
 model does not hold but would learn (it is not full and the feature has a
-value). The learner itself leaves forgetting and fixed class priors to the
-per-event path.
+value). With forgetting (``half_life``) the batch is learned with its raw
+weights and each event smoothed with ``α / scale`` before it
+(:class:`stream_nb._decay.BatchDecay`). The learner itself leaves fixed class
+priors to the per-event path.
 
 With ``α = 0`` (maximum likelihood) the terms are split into their finite sum
 and their count of zero counts
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb._decay import BatchDecay
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._mle import resolve_zero_terms
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
@@ -92,15 +95,18 @@ def categorical_predict_learn_columns(
     alpha: float,
     full: bool,
     delta: CategoricalStatistics | None = None,
+    decay: BatchDecay | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch of column-wise events into CategoricalNB's statistics:
     feature ``names[j]`` of event ``i`` is ``columns[j][i]``.
 
-    ``alpha`` is α (raw units, no forgetting here); ``full``: the model holds
-    ``max_features`` features, so features it does not hold are not learned.
-    ``delta``: the statistics of a tracked model-sync delta, which get the
-    batch's counts too. The caller checks that there is no forgetting and no
-    fixed class prior.
+    ``alpha`` is α; ``full``: the model holds ``max_features`` features, so
+    features it does not hold are not learned. ``delta``: the statistics of a
+    tracked model-sync delta, which get the batch's counts too. ``decay``: the
+    forgetting of a learner with ``half_life`` over this batch (the events are
+    learned with its raw weights and predicted with ``α / scale``; the caller
+    sets the scale after the batch). The caller checks that there is no fixed
+    class prior.
 
     Returns ``(labels, log_proba, best, learned)``: row ``i`` of the ``B × K``
     array ``log_proba`` holds ``log P(labels[k] | x_i)`` before event ``i`` is
@@ -150,6 +156,11 @@ def categorical_predict_learn_columns(
     classes = BatchClasses.of(labels, {y: k for k, y in enumerate(labels)}, ys, ws)
     if classes is None or not batch.encode():
         return None
+    a: float | np.ndarray = alpha
+    if decay is not None:  # raw weights, and α in raw units before each event
+        classes = classes.reweighted(decay.raw)
+        if alpha:
+            a = decay.smoothing(alpha)
     zeros = None
     if alpha == 0:
         found = batch.mle_log_likelihoods(classes)
@@ -157,7 +168,7 @@ def categorical_predict_learn_columns(
             return None
         jll, zeros = found
     else:
-        terms = batch.log_likelihoods(classes, alpha)
+        terms = batch.log_likelihoods(classes, a)
         if terms is None:
             return None
         jll = terms
@@ -165,8 +176,8 @@ def categorical_predict_learn_columns(
     if stats.fit_prior:  # log((N_y + α) / (N + Kα)), each before the event
         learned_before = exclusive_cumsum(np.where(classes.labelled, classes.w, 0.0))
         weights0 = np.fromiter(stats.class_weight.values(), np.float64, n_classes)
-        jll += np.log(weights0[:, None] + classes.before + alpha)
-        jll -= np.log(stats.total_weight + learned_before + n_classes * alpha)[None, :]
+        jll += np.log(weights0[:, None] + classes.before + a)
+        jll -= np.log(stats.total_weight + learned_before + n_classes * a)[None, :]
     else:
         jll -= math.log(n_classes)
     if zeros is not None:

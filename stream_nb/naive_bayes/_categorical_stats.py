@@ -592,6 +592,33 @@ class CategoricalStatistics:
             else:
                 value_counts[y] = value_counts.get(y, 0.0) + weight
 
+    def set_batch(
+        self,
+        features: Sequence[Hashable],
+        class_counts: Iterable[tuple[int, Hashable, float]],
+        value_counts: Iterable[tuple[int, Any, Hashable, float]],
+    ) -> None:
+        """Set the counts a batch kernel summed in event order: each ``(j, y, n)`` of
+        ``class_counts`` is ``N_{y,f}`` and each ``(j, value, y, n)`` of ``value_counts``
+        ``N_{y,f,value}``, with ``f = features[j]``, in the order of their first learned
+        event (so new values and classes enter the stores in learning order); a feature
+        not held is skipped (the class weights ``N_y`` are the kernel's to add, with
+        :meth:`add_classes`)."""
+        present, counts = self.present, self.counts
+        for j, y, n in class_counts:
+            by_class = present.get(features[j])
+            if by_class is not None:
+                by_class[y] = n
+        for j, value, y, n in value_counts:
+            values = counts.get(features[j])
+            if values is None:
+                continue
+            value_counts_ = values.get(value)
+            if value_counts_ is None:
+                values[value] = {y: n}
+            else:
+                value_counts_[y] = n
+
     def knows(
         self,
         feature: Hashable,

@@ -32,10 +32,12 @@ batch's own moments (merged by Chan's formula) and counts.
 
 The result equals the per-event path to rounding (about 1e-12 relative on
 the log posteriors; the tests ask for 1e-9). Anything unusual returns
-``None`` and the caller runs the per-event loop: forgetting (``half_life``),
-fixed class priors, a label not learned before the batch, events with other
-keys than the learned features, missing (``None``) or non-numeric Gaussian values,
-values beyond ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
+``None`` and the caller runs the per-event loop: a renormalisation of the
+forgetting scale (``half_life``: otherwise the batch is learned with its raw
+weights, see :class:`stream_nb._decay.BatchDecay`), fixed class priors, a label
+not learned before the batch, events with other keys than the learned
+features, missing (``None``) or non-numeric Gaussian values, values beyond
+``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
 (:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
 the batch whose squares leave the double range, classes without statistics
 for some feature, all-constant features.
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stream_nb._decay import BatchDecay
 from stream_nb._mle import resolve_zero_terms
 from stream_nb.limits import MAX_VALUE, MIN_VARIANCE
 from stream_nb.naive_bayes._arrays import (
@@ -128,6 +131,7 @@ def gaussian_predict_learn_columns(
     feature_weights: Sequence[float] | None = None,
     delta: GaussianStatistics | None = None,
     delta_categorical: CategoricalStatistics | None = None,
+    decay: BatchDecay | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch of column-wise events into Gaussian (and categorical)
     statistics: feature ``names[j]`` of event ``i`` is ``columns[j][i]``.
@@ -151,6 +155,12 @@ def gaussian_predict_learn_columns(
     delta (:meth:`~stream_nb.base.Learner.track_delta`), which get what the
     batch learned: its own moments per class, merged by Chan's formula, and its
     category counts.
+
+    ``decay``: the forgetting of a learner with ``half_life`` over this batch
+    (:class:`stream_nb._decay.BatchDecay`): the events are learned with its raw
+    weights, and the prior and category terms smoothed with ``α / scale``
+    before each event (means and variances are ratios of raw weights); the
+    caller sets the scale after the batch.
     """
     b = len(ys)
     labels = g.labels
@@ -184,6 +194,14 @@ def gaussian_predict_learn_columns(
     classes = BatchClasses.of(list(labels), index, ys, ws)
     if classes is None:
         return None
+    prior_alpha: float | np.ndarray = g.prior_alpha
+    cat_alpha: float | np.ndarray = category_alpha
+    if decay is not None:  # raw weights, and α in raw units before each event
+        classes = classes.reweighted(decay.raw)
+        if prior_alpha:
+            prior_alpha = decay.smoothing(g.prior_alpha)
+        if category_alpha:
+            cat_alpha = decay.smoothing(category_alpha)
     # categorical codes, checked before any statistic changes
     if batch is not None and not batch.encode():
         return None
@@ -260,7 +278,7 @@ def gaussian_predict_learn_columns(
         jll = -0.5 * _weighted_sum(v, z2, active, feature_weights)
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if g.fit_prior:
-        alpha = g.prior_alpha
+        alpha = prior_alpha
         cw = cw0[:, None] + wc
         den = g.total_weight + learned_before + n_classes * alpha
         jll += np.log(cw + alpha) - np.log(den)[None, :]
@@ -276,7 +294,7 @@ def gaussian_predict_learn_columns(
         if not np.isfinite(jll).all():
             return None  # a class of probability 0: the per-event path's records leave it out
     elif batch is not None:
-        terms = batch.log_likelihoods(classes, category_alpha)
+        terms = batch.log_likelihoods(classes, cat_alpha)
         if terms is None:
             return None  # a value past max_values_per_feature, or not a category
         jll += terms

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from stream_nb._decay import BatchDecay
 from stream_nb._params import (
     check_alpha,
     check_bool,
@@ -206,10 +207,11 @@ class CategoricalNB(Learner):
         pass gives every prediction (equal to the per-event loop to about
         1e-12) and the counts after the batch (exactly those of the loop); see
         :mod:`stream_nb.naive_bayes._categorical_kernel`. Events need not share
-        their keys (an absent feature is a missing one). Short or unusual
-        batches (forgetting, ``class_prior``, a new class, a feature new to
-        the model) run the per-event loop, and so does a class that does not
-        declare ``capabilities.column_kernel``.
+        their keys (an absent feature is a missing one); with ``half_life`` the
+        kernel forgets as the loop does. Short or unusual batches
+        (``class_prior``, a new class, a feature new to the model, a
+        renormalisation of the forgetting scale) run the per-event loop, and so
+        does a class that does not declare ``capabilities.column_kernel``.
 
         Examples
         --------
@@ -263,7 +265,7 @@ class CategoricalNB(Learner):
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         if not type(self).capabilities.column_kernel:
             return None
-        if self.half_life is not None or self.class_prior is not None:
+        if self.class_prior is not None:
             return None
         if self.feature_weights is not None:
             return None  # (the weighted sum is scored per event)
@@ -273,6 +275,13 @@ class CategoricalNB(Learner):
         ):
             # (a delta applies the cap to its own values: learn_one records it)
             return None
+        decay = None
+        if self._gamma is not None:
+            if delta is not None:
+                return None  # (the delta forgets on its own scale: learn_one records it)
+            decay = BatchDecay.of(self._scale, self._gamma, ys, ws)
+            if decay is None:
+                return None  # (a renormalisation within the batch: the per-event path)
         stats = self.categorical
         full = self.max_features is not None and len(stats.present) >= self.max_features
         out = categorical_predict_learn_columns(
@@ -284,10 +293,13 @@ class CategoricalNB(Learner):
             alpha=self.alpha,
             full=full,
             delta=None if delta is None else delta.categorical,
+            decay=decay,
         )
         if out is None:
             return None
         labels, log_proba, best, learned = out
+        if decay is not None:
+            self._scale = decay.end
         self.n_learned += learned
         self._delta_recorded(ys, ws)
         return labels, log_proba, best

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from stream_nb._decay import BatchDecay
 from stream_nb._params import check_class_prior, check_feature_weights
 from stream_nb._softmax import log_softmax_scores
 from stream_nb._state import check_mapping
@@ -171,7 +172,7 @@ class _GaussianLearner(Learner):
     ) -> tuple[list[Hashable], Any, Any] | None:
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         kernel = type(self).capabilities.column_kernel
-        if not kernel or self.half_life is not None or self.class_prior is not None:
+        if not kernel or self.class_prior is not None:
             return None
         categorical = self._column_split(names)
         if categorical is None:
@@ -192,6 +193,13 @@ class _GaussianLearner(Learner):
         ):
             # (a delta applies max_values_per_feature to its own values: learn_one records)
             return None
+        decay = None
+        if self._gamma is not None:
+            if delta is not None:
+                return None  # (the delta forgets on its own scale: learn_one records it)
+            decay = BatchDecay.of(self._scale, self._gamma, ys, ws)
+            if decay is None:
+                return None  # (a renormalisation within the batch: the per-event path)
         out = gaussian_predict_learn_columns(
             self.gaussian,
             cat,
@@ -205,10 +213,13 @@ class _GaussianLearner(Learner):
             feature_weights=gaussian_weights,
             delta=None if delta is None else delta.gaussian,
             delta_categorical=None if delta is None else delta._categorical_part()[0],
+            decay=decay,
         )
         if out is None:
             return None
         labels, log_proba, best, learned = out
+        if decay is not None:
+            self._scale = decay.end
         self.n_learned += learned
         if delta is not None:
             self._delta_recorded(ys, ws)

@@ -94,9 +94,9 @@ def test_unusual_batches_fall_back() -> None:
     assert gaussian_predict_learn_many(step, xs[:10], ys[:10], ws[:10]) is None  # small
     huge = [{"a": 10**400, "b": "x"}, *xs[1:]]
     assert gaussian_predict_learn_many(step, huge, ys, ws) is None  # not a float
-    forgetting = NaiveBayes(half_life=100.0)
-    forgetting.learn_one(xs[0], "p")
-    assert gaussian_predict_learn_many(forgetting.predict_learn_columns, xs, ys, ws) is None
+    fixed = NaiveBayes(class_prior={"p": 1.0})  # (forgetting: test_forgetting_kernels.py)
+    fixed.learn_one(xs[0], "p")
+    assert gaussian_predict_learn_many(fixed.predict_learn_columns, xs, ys, ws) is None
     assert model.n_learned == 2
     # the learner's method still answers, through the per-event loop
     lps, _preds, errors = model.predict_learn_many(xs[:10], ys[:10], ws[:10])
