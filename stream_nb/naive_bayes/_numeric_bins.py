@@ -23,6 +23,8 @@ from bisect import bisect_right
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from stream_nb._exceptions import ConfigError, IncompatibleModelError, ModelStateError
 from stream_nb._state import (
     encode_key,
@@ -33,9 +35,12 @@ from stream_nb._state import (
     read_list,
     read_mapping,
 )
+from stream_nb.limits import MAX_VALUE
 from stream_nb.seminaive.discretise import Discretiser, check_bin_edges, check_strategy
 
-__all__ = ["NumericBins", "Record", "check_bin_params"]
+__all__ = ["NumericBins", "Record", "binned_column", "check_bin_params"]
+
+_NUMBERS = frozenset((int, float))
 
 #: One value learned while its feature warms up: ``(value, label, raw weight)``.
 Record = tuple[float, Hashable, float]
@@ -59,6 +64,38 @@ def check_bin_params(
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
     return check_bin_edges(bin_edges), n_bins, warmup, check_strategy(strategy)
+
+
+def binned_column(edges: Sequence[float], column: Sequence[Any]) -> list[Any] | None:
+    """The bins of a batch's values of one binned feature (``None`` stays a missing
+    value), as :meth:`NumericBins.bin` of :func:`~stream_nb.limits.check_number` gives
+    them one at a time; ``None`` when a value is not an ``int`` or ``float`` within
+    ``±MAX_VALUE`` (the per-event path rejects its event; ±MAX_VALUE itself is left
+    to it too).
+
+    Examples
+    --------
+    >>> binned_column([1.0, 2.0], [0.5, 1, None, 2.5, 2.0])
+    [0, 1, None, 2, 2]
+    """
+    types = set(map(type, column))
+    missing = type(None) in types
+    if not _NUMBERS.issuperset(types - {type(None)}):
+        return None  # (bool, str …: the per-event path names the value)
+    present = [v for v in column if v is not None] if missing else column
+    try:  # (each value through float(), as check_number converts it)
+        values = np.fromiter(present, np.float64, len(present))
+    except OverflowError:
+        return None  # an int beyond the double range
+    if not (np.abs(values) < MAX_VALUE).all():
+        return None  # NaN, ±inf or out of range (an int just past it may round to it)
+    codes: list[Any] = np.searchsorted(
+        np.asarray(edges, dtype=np.float64), values, "right"
+    ).tolist()
+    if not missing:
+        return codes
+    found = iter(codes)
+    return [None if v is None else next(found) for v in column]
 
 
 class NumericBins:

@@ -166,26 +166,19 @@ def gaussian_predict_learn_columns(
     labels = g.labels
     index = g.class_index
     n_classes = len(labels)
-    if b < MIN_BATCH or n_classes == 0 or g.missing or g.max_var <= 0.0:
-        return None
-    if cat is None and categorical:
-        return None  # (no categorical statistics to learn them into)
     gaussian: tuple[Hashable, ...] = g.order
-    if not gaussian or len(columns) != len(names):
+    if b < MIN_BATCH or n_classes == 0 or len(columns) != len(names):
         return None
+    if gaussian and (g.missing or g.max_var <= 0.0):
+        return None
+    if (cat is None and categorical) or not (gaussian or categorical):
+        return None  # (no categorical statistics to learn them into; nothing to learn)
     where: dict[Hashable, int] = {f: j for j, f in enumerate(names)}
-    g_cols = [columns[where[f]] for f in gaussian]
-    if any(len(col) != b for col in g_cols):
-        return None
-    if not _NUMBERS.issuperset(map(type, itertools.chain.from_iterable(g_cols))):
-        return None  # (one C-level pass over every value)
-    try:  # F × B (fromiter: no dtype discovery, which np.array does per element)
-        x = np.fromiter(itertools.chain.from_iterable(g_cols), np.float64, len(g_cols) * b)
-        x = x.reshape(len(g_cols), b)
-    except (OverflowError, ValueError, TypeError):
-        return None  # e.g. an int beyond the float range: the per-event path says so
-    if not (np.abs(x) <= MAX_VALUE).all():
-        return None  # NaN, ±inf or out of range: the per-event path rejects those events
+    x = None
+    if gaussian:
+        x = _gaussian_values([columns[where[f]] for f in gaussian], b)
+        if x is None:
+            return None
     batch = None
     if categorical and cat is not None:
         batch = CategoricalColumns.of(cat, categorical, [columns[where[f]] for f in categorical], b)
@@ -206,82 +199,22 @@ def gaussian_predict_learn_columns(
     if batch is not None and not batch.encode():
         return None
 
-    g.sync()  # materialise lazily kept weights and variances
-    # Layout F × K × B (feature, class, event): the events run along the last,
-    # contiguous axis, so every numpy loop is B long (a short last axis costs ~10x),
-    # and the sums over features are over the leading axis.
-    n0 = np.array(g.n).T  # F × K
-    mean0 = np.array(g.mean).T
-    m20 = np.array(g.m2).T
-    gn0 = np.array(g.all_n)  # F
-    gmean0 = np.array(g.all_mean)
-    gm20 = np.array(g.all_m2)
-    cw0 = np.array(g.class_weight)
-    onehot_kb = classes.onehot  # K × B learning weights
-    labelled = classes.labelled
-    w = classes.w
-
-    # --- per-class Gaussian statistics before every event: F × K × B
-    # (in place where possible: fewer temporaries stay in the CPU caches)
-    d = x[:, None, :] - mean0[:, :, None]
-    wd = onehot_kb[None, :, :] * d
-    s1 = exclusive_cumsum(wd, axis=-1)
-    t1 = s1[:, :, -1] + wd[:, :, -1]  # the batch's sums S1, S2 (F × K), for after it
-    wd *= d  # w d², in place
-    s2 = exclusive_cumsum(wd, axis=-1)
-    t2 = s2[:, :, -1] + wd[:, :, -1]
-    del wd
-    wc = classes.before  # K × B
-    # 1 / n_i; without missing values every feature has its class's weight: K × B
-    if (n0 == n0[:1]).all():
-        inv_n = 1.0 / (n0[0][:, None] + wc)
+    terms = None
+    if x is not None:
+        terms = _GaussianTerms.of(g, x, classes, var_smoothing, feature_weights)
+        if terms is None:
+            return None  # all features constant at some point: the per-event path
+        jll = terms.jll
     else:
-        inv_n = 1.0 / (n0[:, :, None] + wc[None, :, :])
-    shift = s1 * inv_n  # μ_i - μ₀ = S1_i / n_i
-    var = s1 * shift  # M2_i / n_i = (M2₀ + S2_i - S1_i² / n_i) / n_i
-    np.subtract(s2, var, out=var)
-    var += m20[:, :, None]
-    var *= inv_n
-    # --- global statistics (ε): F × B
-    gd = x - gmean0[:, None]
-    wl = np.where(labelled, w, 0.0)  # learning weight of every event (0 if unlabelled)
-    gwd = wl[None, :] * gd
-    gs1 = exclusive_cumsum(gwd, axis=-1)
-    gs2 = exclusive_cumsum(gwd * gd, axis=-1)
+        jll = np.zeros((n_classes, b))
+    # learning weight of every event (0 if unlabelled), and the weight learned before it
+    wl = np.where(classes.labelled, classes.w, 0.0)
     learned_before = exclusive_cumsum(wl)  # B
-    gn = gn0[:, None] + learned_before[None, :]
-    gvar = (gm20[:, None] + gs2 - gs1 * gs1 / gn) / gn
-    maxvar = gvar.max(axis=0)
-    if not (maxvar > 0.0).all():
-        return None  # all features constant at some point: the per-event path
-    v = var
-    active = None  # per-feature ε: the features that are scored, F × B
-    if g.per_feature:
-        # ε_f = var_smoothing × V_f (floored); a feature constant so far (V_f = 0) is
-        # left out (see feature_epsilons): σ² = 1 there, its terms zeroed below
-        active = gvar > 0.0
-        v += np.where(active, np.maximum(var_smoothing * gvar, _MIN_EPSILON), 1.0)[:, None, :]
-    else:
-        v += np.maximum(var_smoothing * maxvar, _MIN_EPSILON)[None, None, :]
-    z2 = np.subtract(d, shift, out=shift)  # x - μ_i = d - S1_i / n_i
-    z2 *= z2
-    z2 /= v
-    n_scored: Any = len(gaussian)
-    if active is not None and not active.all():
-        z2 = np.where(active[:, None, :], z2, 0.0)
-        v = np.where(active[:, None, :], v, 1.0)
-        n_scored = active.sum(axis=0)
-    # K × B
-    if feature_weights is None:
-        jll = -0.5 * (n_scored * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
-    else:
-        jll = -0.5 * _weighted_sum(v, z2, active, feature_weights)
     # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
     if g.fit_prior:
-        alpha = prior_alpha
-        cw = cw0[:, None] + wc
-        den = g.total_weight + learned_before + n_classes * alpha
-        jll += np.log(cw + alpha) - np.log(den)[None, :]
+        cw = np.array(g.class_weight)[:, None] + classes.before
+        den = g.total_weight + learned_before + n_classes * prior_alpha
+        jll += np.log(cw + prior_alpha) - np.log(den)[None, :]
     else:
         jll -= math.log(n_classes)
     # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α)) (see _categorical_batch)
@@ -294,10 +227,10 @@ def gaussian_predict_learn_columns(
         if not np.isfinite(jll).all():
             return None  # a class of probability 0: the per-event path's records leave it out
     elif batch is not None:
-        terms = batch.log_likelihoods(classes, cat_alpha)
-        if terms is None:
+        cat_terms = batch.log_likelihoods(classes, cat_alpha)
+        if cat_terms is None:
             return None  # a value past max_values_per_feature, or not a category
-        jll += terms
+        jll += cat_terms
 
     # --- normalise (max-shifted log-sum-exp) and decide (first maximum)
     normalised = posteriors(jll)
@@ -307,37 +240,26 @@ def gaussian_predict_learn_columns(
     result_labels = list(labels)
 
     # --- the statistics after the batch (prefix at i = B), then learn counters
-    wk = onehot_kb.sum(axis=1)  # K
-    n_end = n0 + wk[None, :]
-    # (M2 is a sum of squares: a difference that rounds below 0 is 0, as per event)
-    m2_end = np.maximum(m20 + t2 - t1 * t1 / n_end, 0.0)
-    g1 = gs1[:, -1] + gwd[:, -1]
-    g2 = gs2[:, -1] + gwd[:, -1] * gd[:, -1]
-    gn_end = gn[:, -1] + wl[-1]
-    gm2_end = np.maximum(gm20 + g2 - g1 * g1 / gn_end, 0.0)
-    if not (np.isfinite(m2_end).all() and np.isfinite(gm2_end).all()):
+    wk = classes.onehot.sum(axis=1)  # K
+    end = _empty_end(n_classes) if terms is None else terms.end(wk, wl)
+    if end is None:
         return None  # a batch sum squared past the double range: the per-event path
     # per class: (label, learned weight); unit weights give exact integer sums
     learned = classes.learned(ys, wk)
     if delta is not None and classes.n_labelled:
         # the batch's own statistics (shifted by the start means, as above)
         order = classes.first_order()
-        w_k = wk[order]
-        t1_k = t1[:, order]
-        gw = float(wl.sum())
+        moments, all_moments = (
+            (([[] for _ in order], [[] for _ in order]), (float(wl.sum()), [], []))
+            if terms is None
+            else terms.batch_moments(order, wk, wl)
+        )
         delta.merge_batch(
-            [labels[k] for k in order],
-            gaussian,
-            w_k.tolist(),
-            (
-                (mean0[:, order] + t1_k / w_k).T.tolist(),
-                np.maximum(t2[:, order] - t1_k * t1_k / w_k, 0.0).T.tolist(),
-            ),
-            (gw, (gmean0 + g1 / gw).tolist(), np.maximum(g2 - g1 * g1 / gw, 0.0).tolist()),
+            [labels[k] for k in order], gaussian, wk[order].tolist(), moments, all_moments
         )
     g.set_batch_end(
-        (n_end.T.tolist(), (mean0 + t1 / n_end).T.tolist(), m2_end.T.tolist()),
-        (gn_end.tolist(), (gmean0 + g1 / gn_end).tolist(), gm2_end.tolist()),
+        end[0],
+        end[1],
         [
             (index[y], c)
             for y, c in (learned.class_weights if classes.unit else learned.event_weights)
@@ -347,6 +269,173 @@ def gaussian_predict_learn_columns(
     if batch is not None:
         batch.learn(classes, ys, learned, delta_categorical)
     return result_labels, log_proba, best, classes.n_labelled
+
+
+def _gaussian_values(g_cols: list[Sequence[Any]], b: int) -> np.ndarray | None:
+    """The Gaussian features' values, F × B, or ``None`` unless every one is an ``int``
+    or ``float`` within ``±MAX_VALUE``."""
+    if any(len(col) != b for col in g_cols):
+        return None
+    if not _NUMBERS.issuperset(map(type, itertools.chain.from_iterable(g_cols))):
+        return None  # (one C-level pass over every value)
+    try:  # F × B (fromiter: no dtype discovery, which np.array does per element)
+        x = np.fromiter(itertools.chain.from_iterable(g_cols), np.float64, len(g_cols) * b)
+        x = x.reshape(len(g_cols), b)
+    except (OverflowError, ValueError, TypeError):
+        return None  # e.g. an int beyond the float range: the per-event path says so
+    if not (np.abs(x) <= MAX_VALUE).all():
+        return None  # NaN, ±inf or out of range: the per-event path rejects those events
+    return x
+
+
+#: ``((n, mean, m2), (all_n, all_mean, all_m2))`` after a batch, as set_batch_end takes them
+End = tuple[
+    tuple[list[list[float]], list[list[float]], list[list[float]]],
+    tuple[list[float], list[float], list[float]],
+]
+
+
+def _empty_end(n_classes: int) -> End:
+    """The Gaussian statistics of a model without Gaussian features."""
+    rows: list[list[float]] = [[] for _ in range(n_classes)]
+    return (rows, [list(r) for r in rows], [list(r) for r in rows]), ([], [], [])
+
+
+class _GaussianTerms:
+    """The Gaussian terms of a batch (``jll``: K × B, without the prior) and the sums
+    over the batch that give the statistics after it (see the module docstring)."""
+
+    g: GaussianStatistics
+    jll: np.ndarray
+    n0: np.ndarray  # the start statistics: per class (F × K) and over every event (F)
+    mean0: np.ndarray
+    m20: np.ndarray
+    gmean0: np.ndarray
+    gm20: np.ndarray
+    t1: np.ndarray  # the batch's sums S1, S2 per class (F × K)
+    t2: np.ndarray
+    gd: np.ndarray  # over every event: x - mean, w (x - mean), its prefix sums, weights
+    gwd: np.ndarray
+    gs1: np.ndarray
+    gs2: np.ndarray
+    gn: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        g: GaussianStatistics,
+        x: np.ndarray,
+        classes: BatchClasses,
+        var_smoothing: float,
+        feature_weights: Sequence[float] | None,
+    ) -> _GaussianTerms | None:
+        """The terms of the F × B values ``x``; ``None`` when every feature is constant
+        before some event (the per-event path)."""
+        self = cls()
+        self.g = g
+        g.sync()  # materialise lazily kept weights and variances
+        # Layout F × K × B (feature, class, event): the events run along the last,
+        # contiguous axis, so every numpy loop is B long (a short last axis costs ~10x),
+        # and the sums over features are over the leading axis.
+        n0 = self.n0 = np.array(g.n).T  # F × K
+        mean0 = self.mean0 = np.array(g.mean).T
+        m20 = self.m20 = np.array(g.m2).T
+        gn0 = np.array(g.all_n)  # F
+        gmean0 = self.gmean0 = np.array(g.all_mean)
+        gm20 = self.gm20 = np.array(g.all_m2)
+        onehot_kb = classes.onehot  # K × B learning weights
+
+        # --- per-class Gaussian statistics before every event: F × K × B
+        # (in place where possible: fewer temporaries stay in the CPU caches)
+        d = x[:, None, :] - mean0[:, :, None]
+        wd = onehot_kb[None, :, :] * d
+        s1 = exclusive_cumsum(wd, axis=-1)
+        self.t1 = s1[:, :, -1] + wd[:, :, -1]  # the batch's sums S1, S2 (F × K), for after it
+        wd *= d  # w d², in place
+        s2 = exclusive_cumsum(wd, axis=-1)
+        self.t2 = s2[:, :, -1] + wd[:, :, -1]
+        del wd
+        wc = classes.before  # K × B
+        # 1 / n_i; without missing values every feature has its class's weight: K × B
+        if (n0 == n0[:1]).all():
+            inv_n = 1.0 / (n0[0][:, None] + wc)
+        else:
+            inv_n = 1.0 / (n0[:, :, None] + wc[None, :, :])
+        shift = s1 * inv_n  # μ_i - μ₀ = S1_i / n_i
+        var = s1 * shift  # M2_i / n_i = (M2₀ + S2_i - S1_i² / n_i) / n_i
+        np.subtract(s2, var, out=var)
+        var += m20[:, :, None]
+        var *= inv_n
+        # --- global statistics (ε): F × B
+        gd = self.gd = x - gmean0[:, None]
+        wl = np.where(classes.labelled, classes.w, 0.0)  # each event's learning weight
+        gwd = self.gwd = wl[None, :] * gd
+        gs1 = self.gs1 = exclusive_cumsum(gwd, axis=-1)
+        gs2 = self.gs2 = exclusive_cumsum(gwd * gd, axis=-1)
+        gn = self.gn = gn0[:, None] + exclusive_cumsum(wl)[None, :]
+        gvar = (gm20[:, None] + gs2 - gs1 * gs1 / gn) / gn
+        maxvar = gvar.max(axis=0)
+        if not (maxvar > 0.0).all():
+            return None  # all features constant at some point: the per-event path
+        v = var
+        active = None  # per-feature ε: the features that are scored, F × B
+        if g.per_feature:
+            # ε_f = var_smoothing × V_f (floored); a feature constant so far (V_f = 0) is
+            # left out (see feature_epsilons): σ² = 1 there, its terms zeroed below
+            active = gvar > 0.0
+            v += np.where(active, np.maximum(var_smoothing * gvar, _MIN_EPSILON), 1.0)[:, None, :]
+        else:
+            v += np.maximum(var_smoothing * maxvar, _MIN_EPSILON)[None, None, :]
+        z2 = np.subtract(d, shift, out=shift)  # x - μ_i = d - S1_i / n_i
+        z2 *= z2
+        z2 /= v
+        n_scored: Any = len(x)
+        if active is not None and not active.all():
+            z2 = np.where(active[:, None, :], z2, 0.0)
+            v = np.where(active[:, None, :], v, 1.0)
+            n_scored = active.sum(axis=0)
+        # K × B
+        if feature_weights is None:
+            self.jll = -0.5 * (n_scored * LOG_2PI + sum_of_logs(v) + z2.sum(axis=0))
+        else:
+            self.jll = -0.5 * _weighted_sum(v, z2, active, feature_weights)
+        return self
+
+    def end(self, wk: np.ndarray, wl: np.ndarray) -> End | None:
+        """The statistics after the batch (``wk``: each class's learned weight, ``wl``:
+        each event's), or ``None`` when a sum squared leaves the double range."""
+        n_end = self.n0 + wk[None, :]
+        t1 = self.t1
+        # (M2 is a sum of squares: a difference that rounds below 0 is 0, as per event)
+        m2_end = np.maximum(self.m20 + self.t2 - t1 * t1 / n_end, 0.0)
+        g1 = self.gs1[:, -1] + self.gwd[:, -1]
+        g2 = self.gs2[:, -1] + self.gwd[:, -1] * self.gd[:, -1]
+        gn_end = self.gn[:, -1] + wl[-1]
+        gm2_end = np.maximum(self.gm20 + g2 - g1 * g1 / gn_end, 0.0)
+        if not (np.isfinite(m2_end).all() and np.isfinite(gm2_end).all()):
+            return None
+        return (
+            (n_end.T.tolist(), (self.mean0 + t1 / n_end).T.tolist(), m2_end.T.tolist()),
+            (gn_end.tolist(), (self.gmean0 + g1 / gn_end).tolist(), gm2_end.tolist()),
+        )
+
+    def batch_moments(
+        self, order: list[int], wk: np.ndarray, wl: np.ndarray
+    ) -> tuple[tuple[list[list[float]], list[list[float]]], tuple[float, list[float], list[float]]]:
+        """The batch's own moments, per class (``order``: the classes in the order the
+        batch met them) and over every event, for ``GaussianStatistics.merge_batch``."""
+        w_k = wk[order]
+        t1_k = self.t1[:, order]
+        g1 = self.gs1[:, -1] + self.gwd[:, -1]
+        g2 = self.gs2[:, -1] + self.gwd[:, -1] * self.gd[:, -1]
+        gw = float(wl.sum())
+        return (
+            (
+                (self.mean0[:, order] + t1_k / w_k).T.tolist(),
+                np.maximum(self.t2[:, order] - t1_k * t1_k / w_k, 0.0).T.tolist(),
+            ),
+            (gw, (self.gmean0 + g1 / gw).tolist(), np.maximum(g2 - g1 * g1 / gw, 0.0).tolist()),
+        )
 
 
 def _weighted_sum(

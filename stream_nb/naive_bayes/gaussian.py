@@ -177,6 +177,10 @@ class _GaussianLearner(Learner):
         categorical = self._column_split(names)
         if categorical is None:
             return None
+        kernel_columns = self._kernel_columns(names, columns)
+        if kernel_columns is None:
+            return None
+        columns = kernel_columns
         weights = self._score_weights
         gaussian_weights = None
         if weights is not None:
@@ -223,18 +227,26 @@ class _GaussianLearner(Learner):
         self.n_learned += learned
         if delta is not None:
             self._delta_recorded(ys, ws)
-            delta._recorded_kinds(names)
+            delta._recorded_kinds(names, self)
         return labels, log_proba, best
 
-    def _recorded_kinds(self, names: tuple[str, ...]) -> None:
-        """Hook: a batch kernel recorded a batch of features ``names`` into this model (a
-        delta); NaiveBayes fixes the kinds of the features it now has statistics for."""
+    def _recorded_kinds(self, names: tuple[str, ...], model: _GaussianLearner) -> None:
+        """Hook: ``model``'s batch kernel recorded a batch of features ``names`` into this
+        model (its delta); NaiveBayes fixes the kinds (``model``'s) of the features it
+        now has statistics for."""
         return None
 
     def _categorical_part(self) -> tuple[CategoricalStatistics | None, float]:
         """The categorical statistics the batch kernel learns too, and their α
         (NaiveBayes); ``(None, 0.0)`` without."""
         return None, 0.0
+
+    def _kernel_columns(
+        self, names: tuple[str, ...], columns: Sequence[Sequence[Any]]
+    ) -> Sequence[Sequence[Any]] | None:
+        """Hook: the columns as the kernel learns them (NaiveBayes: binned numbers as their
+        bins), after :meth:`_column_split` accepted ``names``; ``None``: the per-event path."""
+        return columns
 
     def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         """The categorical features of a column batch with keys ``names``, for the kernel.

@@ -28,7 +28,7 @@ from stream_nb.limits import check_number
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.naive_bayes._gaussian_scores import joint_log_likelihood
 from stream_nb.naive_bayes._gaussian_stats import FEATURE, check_var_smoothing
-from stream_nb.naive_bayes._numeric_bins import NumericBins, check_bin_params
+from stream_nb.naive_bayes._numeric_bins import NumericBins, binned_column, check_bin_params
 from stream_nb.naive_bayes.gaussian import _GaussianLearner
 
 __all__ = ["NaiveBayes"]
@@ -297,25 +297,45 @@ class NaiveBayes(_GaussianLearner):
 
     @property
     def columns_supported(self) -> bool:
-        """:attr:`Learner.columns_supported`, ``False`` when numbers may be binned: such a
-        model has no batch kernel (the engine then builds no columns for it)."""
-        return not self._binning and super().columns_supported
+        """:attr:`Learner.columns_supported`, ``False`` while a binned feature warms up
+        (its values are recorded one by one until its cut points freeze: the engine then
+        builds no columns)."""
+        return not self.bins.records and super().columns_supported
 
-    def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
-        if self._binning:
-            return None  # binned numbers: the per-event path
+    def _kernel_plan(self, names: tuple[str, ...]) -> _Plan | None:
+        """The plan of a column batch with keys ``names``, if every kind is known."""
         plan = self._plans.get(names)
         if plan is None and self._kinds.keys() >= set(names):
             # every kind is known: the plan is determined (and cached) whether or not an
             # earlier event built it, so the result does not depend on the cache's history
             # (e.g. a model just restored from its state)
             plan = self._plan(dict.fromkeys(names), False)
-        if plan is None or plan.gaussian != self.gaussian.order:
-            return None
+        return plan
+
+    def _column_split(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        plan = self._kernel_plan(names)
+        if plan is None or plan.warming or plan.gaussian != self.gaussian.order:
+            return None  # (a binned feature warming up: the per-event path records it)
         # (a feature with statistics has its kind already: the kernel fixes none)
-        if any(f not in self.categorical.counts for f in plan.categorical):
+        categorical = plan.categorical + plan.binned
+        if any(f not in self.categorical.counts for f in categorical):
             return None
-        return plan.categorical
+        return categorical
+
+    def _kernel_columns(
+        self, names: tuple[str, ...], columns: Sequence[Sequence[Any]]
+    ) -> Sequence[Sequence[Any]] | None:
+        plan = self._kernel_plan(names)
+        if plan is None or not plan.binned:
+            return columns
+        out = list(columns)
+        for f in plan.binned:
+            j = names.index(f)
+            bins = binned_column(self.bins.edges(f), columns[j])
+            if bins is None:
+                return None  # a value that is not a number in range: the per-event path
+            out[j] = bins
+        return out
 
     def _categorical_stats(self) -> tuple[list[Hashable], dict[Any, Any], dict[Any, Any]]:
         """The labels and the categorical stores as held (raw units, not copies: read
@@ -425,9 +445,11 @@ class NaiveBayes(_GaussianLearner):
             learn([(feature, bins.bin(feature, value))], y, w, False)
         self._plans = {}
 
-    def _recorded_kinds(self, names: tuple[str, ...]) -> None:
-        self._fix_kinds(self.gaussian.order, GAUSSIAN)
-        self._fix_kinds([f for f in names if f not in self.gaussian.feature_index], CATEGORICAL)
+    def _recorded_kinds(self, names: tuple[str, ...], model: _GaussianLearner) -> None:
+        assert isinstance(model, NaiveBayes)
+        kinds = model._kinds  # (every feature of a kernel batch has its kind there)
+        for kind in (GAUSSIAN, CATEGORICAL, BINS):
+            self._fix_kinds([f for f in names if kinds.get(f) == kind], kind)
 
     def _fix_kinds(self, features: Iterable[Hashable], kind: str) -> None:
         """Record the kind of the features that now have statistics."""

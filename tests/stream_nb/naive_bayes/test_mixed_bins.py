@@ -35,6 +35,7 @@ from stream_nb import (
 from stream_nb.checks import CHECKS, check_learner, suitable_events
 from stream_nb.checks.engine import run_engine
 from stream_nb.datasets import agrawal
+from stream_nb.naive_bayes._numeric_bins import binned_column
 from stream_nb.seminaive.discretise import equal_frequency_edges, equal_width_edges
 
 Event = tuple[dict[str, Any], Hashable, float]
@@ -280,17 +281,56 @@ def test_frozen_on_one_side_only_bins_the_other_sides_records() -> None:
         assert_close(late.predict_log_proba_one(x), merged.predict_log_proba_one(x), 1e-9)
 
 
-def test_batches_take_the_per_event_path() -> None:
-    events = numeric_stream(11, 300, weighted=False)
+def test_batches_take_the_kernel_once_the_bins_froze() -> None:
+    events = numeric_stream(11, 900, weighted=False)
     fast, slow = NaiveBayes(numeric="bins", warmup=50), NaiveBayes(numeric="bins", warmup=50)
     xs = [dict(x) for x, _, _ in events]
     ys = [y for _, y, _ in events]
+    ones = [1.0] * len(xs)
     names = tuple(xs[0])
-    assert not fast.columns_supported and NaiveBayes().columns_supported
-    assert fast.predict_learn_columns(names, [[x[f] for x in xs] for f in names], ys) is None
-    got = fast.predict_learn_many(xs, ys, [1.0] * len(xs))
-    want = Learner.predict_learn_many(slow, xs, ys, [1.0] * len(xs))
-    assert got == want and fast.to_state() == slow.to_state()
+
+    def columns(lo: int, hi: int) -> list[list[Any]]:
+        return [[x[f] for x in xs[lo:hi]] for f in names]
+
+    for model in (fast, slow):
+        for x, y in zip(xs[:20], ys[:20], strict=True):
+            model.learn_one(x, y)
+    # warming up: the values are recorded one by one (the engine builds no columns)
+    assert not fast.columns_supported and fast.bins.records
+    assert fast.predict_learn_columns(names, columns(20, 120), ys[20:120]) is None
+    got = fast.predict_learn_many(xs[20:120], ys[20:120], ones[20:120])
+    assert got == Learner.predict_learn_many(slow, xs[20:120], ys[20:120], ones[20:120])
+    assert fast.to_state() == slow.to_state()
+    # frozen: the column kernel, with the bins as categorical values
+    assert fast.columns_supported and not fast.bins.records
+    out = fast.predict_learn_columns(names, columns(120, 500), ys[120:500])
+    assert out is not None
+    want = Learner.predict_learn_many(slow, xs[120:500], ys[120:500], ones[120:500])
+    labels, log_proba, best = out
+    for row, pred, lp, want_pred in zip(log_proba.tolist(), best, *want[:2], strict=True):
+        assert_close(dict(zip(labels, row, strict=True)), lp, 1e-9)
+        assert labels[pred] == want_pred
+    assert fast.to_state() == slow.to_state()  # unit weights: the counts to the bit
+    # a value the per-event path rejects (not a number, out of range): not this batch
+    for bad in ("7", True, math.inf, 1e100, 10**101):
+        batch = zip(names, columns(500, 600), strict=True)
+        odd = [[bad, *col[1:]] if f == "u" else col for f, col in batch]
+        assert fast.predict_learn_columns(names, odd, ys[500:600]) is None
+    assert fast.to_state() == slow.to_state()
+
+
+def test_binned_column_is_bisect_right_of_check_number() -> None:
+    rng = random.Random(4)
+    edges = [*sorted(rng.uniform(-5, 5) for _ in range(4)), 7.0]
+    column: list[Any] = [
+        rng.choice([None, 7, 7.0, -5, 2**60, rng.uniform(-8, 8)]) for _ in range(400)
+    ]
+    want = [None if v is None else bisect_right(edges, float(v)) for v in column]
+    assert binned_column(edges, column) == want
+    assert binned_column(edges, [1.0, "x"]) is None
+    assert binned_column(edges, [1.0, False]) is None
+    assert binned_column(edges, [1.0, math.nan]) is None
+    assert binned_column(edges, [1.0, 10**400]) is None
 
 
 # ------------------------------------------------------------------ parameters and errors
@@ -348,18 +388,38 @@ def test_binned_naive_bayes_passes_the_generic_checks(params: dict[str, Any]) ->
     assert len(done) == len(CHECKS) - len(exempt)
 
 
-def test_the_engine_runs_a_binned_model_one_event_at_a_time() -> None:
-    # the column path is declined (columns_supported): the same bytes, model and evaluation
-    lines = [orjson.dumps({**x, "y": y}) for x, y in agrawal(3, 1500)]
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"numeric": "bins", "warmup": 200},
+        {"numeric": "bins", "warmup": 120, "strategy": "width", "half_life": 400.0},
+        {"schema": {"salary": "bins", "age": "bins"}, "bin_edges": {"age": [30, 45, 60]}},
+    ],
+)
+def test_the_engines_column_path_equals_its_general_path(params: dict[str, Any]) -> None:
+    # warming up: one event at a time (columns_supported is False); frozen: the kernel
+    rng = random.Random(3)
+    lines = []
+    for x, y in agrawal(3, 2500, nominal=True):
+        event = {**x, "y": y}
+        if rng.random() < 0.1:
+            event["w"] = rng.choice([0.5, 2.0])
+        lines.append(orjson.dumps(event))
 
-    def run(column_path: bool) -> tuple[Any, ...]:
-        run = run_engine(
-            NaiveBayes(numeric="bins", warmup=200), lines, column_path=column_path, batch_size=200
-        )
-        return run.records, run.state, run.report
+    class _Counting(NaiveBayes):  # (a leading underscore: not registered)
+        taken = 0
 
-    fast, slow = run(True), run(False)
-    assert fast == slow and fast[1]["stats"]["bins"]["records"] == []
+        def predict_learn_columns(self, *args: Any) -> Any:
+            out = super().predict_learn_columns(*args)
+            self.taken += out is not None
+            return out
+
+    fast_model, slow_model = _Counting(**params), _Counting(**params)
+    fast = run_engine(fast_model, lines, column_path=True, batch_size=200)
+    slow = run_engine(slow_model, lines, column_path=False, batch_size=200)
+    assert fast == slow  # the records byte for byte, the model, the evaluation, the outcomes
+    assert fast.state["stats"]["bins"]["records"] == []
+    assert fast_model.taken >= 8 and slow_model.taken == 0
 
 
 _values = st.one_of(st.none(), st.integers(-50, 50), st.floats(-100.0, 100.0, allow_nan=False))
