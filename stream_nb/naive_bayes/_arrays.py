@@ -24,6 +24,7 @@ __all__ = [
     "exact_integer_sums",
     "exclusive_cumsum",
     "first_rows",
+    "fixed_log_priors",
     "grouped_exclusive_cumsum",
     "per_event_answers",
     "posteriors",
@@ -174,6 +175,27 @@ class BatchClasses:
             wk = self.onehot.sum(axis=1)
         class_weights = [(self.labels[k], c) for k, c in enumerate(wk.tolist()) if c]
         return Learned(class_weights, ys, self.w)
+
+
+def fixed_log_priors(
+    labels: Sequence[Hashable], class_prior: Mapping[Hashable, float]
+) -> np.ndarray | None:
+    """``log class_prior[y]`` of every class (K × 1), or ``None`` when a class is missing
+    from ``class_prior`` (the per-event path leaves such a class out of its answers).
+
+    Examples
+    --------
+    >>> fixed_log_priors(["a", "b"], {"a": 1.0, "b": 3.0}).ravel().round(4).tolist()
+    [0.0, 1.0986]
+    >>> fixed_log_priors(["a", "c"], {"a": 1.0}) is None
+    True
+    """
+    try:
+        priors = [class_prior[y] for y in labels]
+    except KeyError:
+        return None
+    out: np.ndarray = np.log(np.array(priors, dtype=np.float64))[:, None]
+    return out
 
 
 def exclusive_cumsum(a: np.ndarray, axis: int = 0) -> np.ndarray:

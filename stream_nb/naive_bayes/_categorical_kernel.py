@@ -19,8 +19,9 @@ or a value the per-event path would reject, a value past
 model does not hold but would learn (it is not full and the feature has a
 value). With forgetting (``half_life``) the batch is learned with its raw
 weights and each event smoothed with ``α / scale`` before it
-(:class:`stream_nb._decay.BatchDecay`). The learner itself leaves fixed class
-priors to the per-event path.
+(:class:`stream_nb._decay.BatchDecay`). Fixed class priors (``class_prior``)
+add ``log class_prior[y]``; a batch of a model with a class missing from them
+goes to the per-event path (whose answers leave that class out).
 
 With ``α = 0`` (maximum likelihood) the terms are split into their finite sum
 and their count of zero counts
@@ -43,7 +44,13 @@ from stream_nb._decay import BatchDecay
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._mle import resolve_zero_terms
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
-from stream_nb.naive_bayes._arrays import MIN_BATCH, BatchClasses, exclusive_cumsum, posteriors
+from stream_nb.naive_bayes._arrays import (
+    MIN_BATCH,
+    BatchClasses,
+    exclusive_cumsum,
+    fixed_log_priors,
+    posteriors,
+)
 from stream_nb.naive_bayes._categorical_batch import CategoricalColumns
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 
@@ -105,8 +112,7 @@ def categorical_predict_learn_columns(
     tracked model-sync delta, which get the batch's counts too. ``decay``: the
     forgetting of a learner with ``half_life`` over this batch (the events are
     learned with its raw weights and predicted with ``α / scale``; the caller
-    sets the scale after the batch). The caller checks that there is no fixed
-    class prior.
+    sets the scale after the batch).
 
     Returns ``(labels, log_proba, best, learned)``: row ``i`` of the ``B × K``
     array ``log_proba`` holds ``log P(labels[k] | x_i)`` before event ``i`` is
@@ -173,7 +179,12 @@ def categorical_predict_learn_columns(
             return None
         jll = terms
     n_classes = len(labels)
-    if stats.fit_prior:  # log((N_y + α) / (N + Kα)), each before the event
+    if stats.class_prior is not None:  # log class_prior[y]
+        fixed = fixed_log_priors(labels, stats.class_prior)
+        if fixed is None:
+            return None  # a class without a prior: left out of the per-event path's answers
+        jll += fixed
+    elif stats.fit_prior:  # log((N_y + α) / (N + Kα)), each before the event
         learned_before = exclusive_cumsum(np.where(classes.labelled, classes.w, 0.0))
         weights0 = np.fromiter(stats.class_weight.values(), np.float64, n_classes)
         jll += np.log(weights0[:, None] + classes.before + a)

@@ -34,8 +34,8 @@ The result equals the per-event path to rounding (about 1e-12 relative on
 the log posteriors; the tests ask for 1e-9). Anything unusual returns
 ``None`` and the caller runs the per-event loop: a renormalisation of the
 forgetting scale (``half_life``: otherwise the batch is learned with its raw
-weights, see :class:`stream_nb._decay.BatchDecay`), fixed class priors, a label
-not learned before the batch, events with other keys than the learned
+weights, see :class:`stream_nb._decay.BatchDecay`), a class missing from
+``class_prior``, a label not learned before the batch, events with other keys than the learned
 features, missing (``None``) or non-numeric Gaussian values, values beyond
 ``±MAX_VALUE`` or weights outside ``[MIN_WEIGHT, MAX_WEIGHT]``
 (:mod:`stream_nb.limits`: the per-event path rejects those events), sums of
@@ -59,6 +59,7 @@ from stream_nb.naive_bayes._arrays import (
     MIN_BATCH,
     BatchClasses,
     exclusive_cumsum,
+    fixed_log_priors,
     per_event_answers,
     posteriors,
     sum_of_logs,
@@ -210,8 +211,13 @@ def gaussian_predict_learn_columns(
     # learning weight of every event (0 if unlabelled), and the weight learned before it
     wl = np.where(classes.labelled, classes.w, 0.0)
     learned_before = exclusive_cumsum(wl)  # B
-    # --- prior: log((N_y + α) / (N + Kα)), or the uniform 1/K
-    if g.fit_prior:
+    # --- prior: log class_prior[y], log((N_y + α) / (N + Kα)), or the uniform 1/K
+    if g.class_prior is not None:
+        fixed = fixed_log_priors(labels, g.class_prior)
+        if fixed is None:
+            return None  # a class without a prior: left out of the per-event path's answers
+        jll += fixed
+    elif g.fit_prior:
         cw = np.array(g.class_weight)[:, None] + classes.before
         den = g.total_weight + learned_before + n_classes * prior_alpha
         jll += np.log(cw + prior_alpha) - np.log(den)[None, :]

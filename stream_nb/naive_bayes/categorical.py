@@ -209,8 +209,8 @@ class CategoricalNB(Learner):
         :mod:`stream_nb.naive_bayes._categorical_kernel`. Events need not share
         their keys (an absent feature is a missing one); with ``half_life`` the
         kernel forgets as the loop does. Short or unusual batches
-        (``class_prior``, a new class, a feature new to the model, a
-        renormalisation of the forgetting scale) run the per-event loop, and so
+        (a class missing from ``class_prior``, a new class, a feature new to
+        the model, a renormalisation of the forgetting scale) run the per-event loop, and so
         does a class that does not declare ``capabilities.column_kernel``.
 
         Examples
@@ -264,8 +264,6 @@ class CategoricalNB(Learner):
     ) -> tuple[list[Hashable], Any, Any] | None:
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         if not type(self).capabilities.column_kernel:
-            return None
-        if self.class_prior is not None:
             return None
         if self.feature_weights is not None:
             return None  # (the weighted sum is scored per event)

@@ -111,9 +111,9 @@ class _GaussianLearner(Learner):
         Every statistic an event sees is a prefix sum over the batch, so one
         numpy pass gives every prediction (equal to the per-event loop to about
         1e-12) and the statistics after the batch; see
-        :mod:`stream_nb.naive_bayes._vectorised`. Short or unusual batches (forgetting,
-        ``class_prior``, a new class, missing or non-numeric values, other
-        keys) run the per-event loop, and so does a class that does not declare
+        :mod:`stream_nb.naive_bayes._vectorised`. Short or unusual batches (a class
+        missing from ``class_prior``, a new class, missing or non-numeric values,
+        other keys) run the per-event loop, and so does a class that does not declare
         ``capabilities.column_kernel``.
 
         Examples
@@ -172,7 +172,7 @@ class _GaussianLearner(Learner):
     ) -> tuple[list[Hashable], Any, Any] | None:
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         kernel = type(self).capabilities.column_kernel
-        if not kernel or self.class_prior is not None:
+        if not kernel:
             return None
         categorical = self._column_split(names)
         if categorical is None:

@@ -68,6 +68,7 @@ def _stream(seed: int, n: int, *, weights: bool, uniform: float = 0.5) -> list[E
         {"alpha": 0.5, "fit_prior": False},
         {"max_values_per_feature": 6},  # the "other" bucket
         {"max_features": 3},  # a fourth feature is never learned
+        {"class_prior": {"a": 0.5, "b": 2.0, "c": 1.0, "d": 0.1}},
     ],
 )
 def test_the_kernel_equals_the_per_event_loop(seed: int, params: dict[str, Any]) -> None:
@@ -131,8 +132,10 @@ def test_batches_the_kernel_leaves_to_the_per_event_path_change_nothing() -> Non
     assert model.to_state() == before and model.n_learned == 3
     # a feature the model never saw but holds no value for: read as missing
     assert step(("a", "b", "d"), [*columns, [None] * MIN_BATCH], ys) is not None
-    fixed = CategoricalNB(class_prior={"p": 1})  # (forgetting: test_forgetting_kernels.py)
+    # a class without a fixed prior: the per-event path leaves it out of its answers
+    fixed = CategoricalNB(class_prior={"p": 1})
     fixed.learn_one(xs[0], "p")
+    fixed.learn_one(xs[1], "q")
     assert fixed.predict_learn_columns(("a", "b"), columns, ys) is None
 
 

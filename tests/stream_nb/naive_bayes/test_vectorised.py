@@ -45,6 +45,16 @@ def test_gaussian_nb_with_weights_equals_the_per_event_path(mode: str) -> None:
 
 
 @pytest.mark.parametrize("make", [GaussianNB, NaiveBayes])
+def test_fixed_class_priors_equal_the_per_event_path(make: Any) -> None:
+    rng = random.Random(6)
+    events = [
+        (x, y if rng.random() > 0.1 else None, rng.choice([1.0, 1.0, 2.0]))
+        for x, y in agrawal(6, 1500, nominal=make is NaiveBayes)
+    ]
+    _run(lambda: make(class_prior={0: 0.2, 1: 3.0}), events, 6)
+
+
+@pytest.mark.parametrize("make", [GaussianNB, NaiveBayes])
 def test_per_feature_rule_with_constant_features_equals_the_per_event_path(make: Any) -> None:
     # "k" constant throughout (left out), "late" constant for the first 700 events
     # (left out until then, inside a batch too), "c" constant within class 0 only
@@ -94,8 +104,10 @@ def test_unusual_batches_fall_back() -> None:
     assert gaussian_predict_learn_many(step, xs[:10], ys[:10], ws[:10]) is None  # small
     huge = [{"a": 10**400, "b": "x"}, *xs[1:]]
     assert gaussian_predict_learn_many(step, huge, ys, ws) is None  # not a float
-    fixed = NaiveBayes(class_prior={"p": 1.0})  # (forgetting: test_forgetting_kernels.py)
+    # a class without a fixed prior: the per-event path leaves it out of its answers
+    fixed = NaiveBayes(class_prior={"p": 1.0})
     fixed.learn_one(xs[0], "p")
+    fixed.learn_one(xs[1], "q")
     assert gaussian_predict_learn_many(fixed.predict_learn_columns, xs, ys, ws) is None
     assert model.n_learned == 2
     # the learner's method still answers, through the per-event loop
