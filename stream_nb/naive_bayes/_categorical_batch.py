@@ -202,14 +202,18 @@ class CategoricalColumns:
         return True
 
     def log_likelihoods(
-        self, classes: BatchClasses, alpha: float | np.ndarray
+        self,
+        classes: BatchClasses,
+        alpha: float | np.ndarray,
+        weights: Sequence[float] | None = None,
     ) -> np.ndarray | None:
         """``Σ_f log((N_{y,f,v} + α) / (N_{y,f} + S_f α))`` of every class (row) and event
         (column), K × B, each with the statistics before the event (α in raw units: a
         number, or one per event for a forgetting learner, see
         :class:`stream_nb._decay.BatchDecay`); ``None`` (nothing changed) when a value new
         to the model cannot be learned as it is (past ``max_values``, or not a category),
-        and for ``alpha = 0`` (see :meth:`mle_log_likelihoods`).
+        and for ``alpha = 0`` (see :meth:`mle_log_likelihoods`). ``weights``: fixed
+        feature weights, one per feature of the batch (each term times its weight).
         """
         if np.ndim(alpha) == 0 and alpha == 0:
             return None
@@ -217,23 +221,33 @@ class CategoricalColumns:
         if found is None:
             return None
         count, pres = found
+        if weights is not None:
+            return _weighted_terms(count, pres, weights)
         terms: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return terms
 
-    def mle_log_likelihoods(self, classes: BatchClasses) -> tuple[np.ndarray, np.ndarray] | None:
+    def mle_log_likelihoods(
+        self, classes: BatchClasses, weights: Sequence[float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`log_likelihoods` with ``alpha = 0``, for :mod:`stream_nb._mle`'s rule:
         ``(finite, zeros)``, both K × B: the sum of the terms ``log(N_{y,f,v} / N_{y,f})``
         with ``N_{y,f,v} > 0`` and the number of zero counts (probability 0), as the
-        per-event path counts them; ``None`` as :meth:`log_likelihoods`.
+        per-event path counts them; ``None`` as :meth:`log_likelihoods`. With ``weights``
+        a feature of weight 0 adds nothing, not even a zero count.
         """
         found = self._counts(classes, 0.0)
         if found is None:
             return None
         count, pres = found
+        if weights is not None:
+            count[:, np.asarray(weights) == 0.0, :] = 1.0  # (no term: log(1 / 1))
+            pres[:, np.asarray(weights) == 0.0, :] = 1.0
         zero = count == 0.0
         zeros = zero.sum(axis=1)
         count[zero] = 1.0  # (log 1 = 0: the finite part leaves them out)
         pres[zero] = 1.0
+        if weights is not None:
+            return _weighted_terms(count, pres, weights), zeros
         finite: np.ndarray = sum_of_logs(count, axis=1) - sum_of_logs(pres, axis=1)
         return finite, zeros
 
@@ -484,6 +498,17 @@ class CategoricalColumns:
                 met.append((int(here[0]), j, f))
         met.sort(key=operator.itemgetter(0, 1))
         return [f for _, _, f in met]
+
+
+def _weighted_terms(count: np.ndarray, pres: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+    """``Σ_f w_f log(count / pres)`` over the features (axis 1 of the K × F × B arrays),
+    as the per-event path weights each term; a feature of weight 0 adds nothing."""
+    w = np.asarray(weights, dtype=np.float64)
+    terms = np.log(count / pres)
+    terms[:, w == 0.0, :] = 0.0  # (before the product: 0 × inf would be NaN)
+    terms *= w[None, :, None]
+    out: np.ndarray = terms.sum(axis=1)
+    return out
 
 
 def _first_order(

@@ -103,6 +103,7 @@ def categorical_predict_learn_columns(
     full: bool,
     delta: CategoricalStatistics | None = None,
     decay: BatchDecay | None = None,
+    feature_weights: Mapping[Hashable, float] | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch of column-wise events into CategoricalNB's statistics:
     feature ``names[j]`` of event ``i`` is ``columns[j][i]``.
@@ -112,7 +113,8 @@ def categorical_predict_learn_columns(
     tracked model-sync delta, which get the batch's counts too. ``decay``: the
     forgetting of a learner with ``half_life`` over this batch (the events are
     learned with its raw weights and predicted with ``α / scale``; the caller
-    sets the scale after the batch).
+    sets the scale after the batch). ``feature_weights``: fixed weights by feature
+    (1 for the others), each term times its feature's weight.
 
     Returns ``(labels, log_proba, best, learned)``: row ``i`` of the ``B × K``
     array ``log_proba`` holds ``log P(labels[k] | x_i)`` before event ``i`` is
@@ -168,13 +170,16 @@ def categorical_predict_learn_columns(
         if alpha:
             a = decay.smoothing(alpha)
     zeros = None
+    weights = None
+    if feature_weights is not None:
+        weights = [feature_weights.get(f, 1.0) for f in features]
     if alpha == 0:
-        found = batch.mle_log_likelihoods(classes)
+        found = batch.mle_log_likelihoods(classes, weights)
         if found is None:
             return None
         jll, zeros = found
     else:
-        terms = batch.log_likelihoods(classes, a)
+        terms = batch.log_likelihoods(classes, a, weights)
         if terms is None:
             return None
         jll = terms

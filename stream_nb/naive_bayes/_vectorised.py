@@ -25,8 +25,7 @@ one at the first *learned* occurrence of a new value; a missing categorical
 value (``None``) adds no term
 (:mod:`~stream_nb.naive_bayes._categorical_batch`). Scores then follow the
 learners' formulas for all events × classes at once (with ``feature_weights``,
-each Gaussian term times its feature's weight; the caller hands batches with a
-weighted categorical feature to the per-event loop), and the statistics after
+each term times its feature's weight), and the statistics after
 the batch are the prefix at ``i = B``. A tracked model-sync delta gets the
 batch's own moments (merged by Chan's formula) and counts.
 
@@ -130,6 +129,7 @@ def gaussian_predict_learn_columns(
     var_smoothing: float,
     category_alpha: float,
     feature_weights: Sequence[float] | None = None,
+    category_weights: Sequence[float] | None = None,
     delta: GaussianStatistics | None = None,
     delta_categorical: CategoricalStatistics | None = None,
     decay: BatchDecay | None = None,
@@ -143,7 +143,8 @@ def gaussian_predict_learn_columns(
     caller checks that there is no forgetting and no fixed class prior.
     ``feature_weights``: the weight of each Gaussian feature, in ``g.order``
     (``None``: every one 1); each feature's term is times its weight, and a
-    feature of weight 0 is left out (the categorical terms are not weighted).
+    feature of weight 0 is left out; ``category_weights`` likewise for the
+    categorical features, in the order of ``categorical``.
 
     Returns ``(labels, log_proba, best, learned)``: row ``i`` of the ``B × K``
     array ``log_proba`` holds ``log P(labels[k] | x_i)`` before event ``i`` is
@@ -225,7 +226,7 @@ def gaussian_predict_learn_columns(
         jll -= math.log(n_classes)
     # --- categorical terms: log((N_{y,f,v} + α) / (N_{y,f} + S_f α)) (see _categorical_batch)
     if batch is not None and category_alpha == 0:  # maximum likelihood: stream_nb._mle's rule
-        found = batch.mle_log_likelihoods(classes)
+        found = batch.mle_log_likelihoods(classes, category_weights)
         if found is None:
             return None  # a value past max_values_per_feature, or not a category
         jll += found[0]
@@ -233,7 +234,7 @@ def gaussian_predict_learn_columns(
         if not np.isfinite(jll).all():
             return None  # a class of probability 0: the per-event path's records leave it out
     elif batch is not None:
-        cat_terms = batch.log_likelihoods(classes, cat_alpha)
+        cat_terms = batch.log_likelihoods(classes, cat_alpha, category_weights)
         if cat_terms is None:
             return None  # a value past max_values_per_feature, or not a category
         jll += cat_terms

@@ -68,8 +68,8 @@ class CategoricalNB(Learner):
         ``{feature: w >= 0}``: the score becomes
         ``log P(y) + Σ_i w_i log P(x_i | y)`` (features left out: ``w = 1``). A
         weight of 0 removes the feature from prediction while its counts are
-        still learned. Models merge only with equal weights; batches go to the
-        per-event path while weights are set.
+        still learned. Models merge only with equal weights; the batch kernel
+        weighs each term as the per-event path does.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features
@@ -265,8 +265,6 @@ class CategoricalNB(Learner):
         """The batch kernel behind :meth:`predict_learn_columns` and :meth:`predict_learn_many`."""
         if not type(self).capabilities.column_kernel:
             return None
-        if self.feature_weights is not None:
-            return None  # (the weighted sum is scored per event)
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None
@@ -292,6 +290,7 @@ class CategoricalNB(Learner):
             full=full,
             delta=None if delta is None else delta.categorical,
             decay=decay,
+            feature_weights=self.feature_weights,
         )
         if out is None:
             return None

@@ -182,11 +182,10 @@ class _GaussianLearner(Learner):
             return None
         columns = kernel_columns
         weights = self._score_weights
-        gaussian_weights = None
+        gaussian_weights = category_weights = None
         if weights is not None:
-            if any(weights.get(f, 1.0) != 1.0 for f in categorical):
-                return None  # (weighted categorical terms are scored per event)
             gaussian_weights = [weights.get(f, 1.0) for f in self.gaussian.order]
+            category_weights = [weights.get(f, 1.0) for f in categorical]
         from stream_nb.naive_bayes._vectorised import gaussian_predict_learn_columns
 
         cat, alpha = self._categorical_part()
@@ -215,6 +214,7 @@ class _GaussianLearner(Learner):
             var_smoothing=self.var_smoothing,
             category_alpha=alpha,
             feature_weights=gaussian_weights,
+            category_weights=category_weights,
             delta=None if delta is None else delta.gaussian,
             delta_categorical=None if delta is None else delta._categorical_part()[0],
             decay=decay,

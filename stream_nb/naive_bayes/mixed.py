@@ -141,8 +141,7 @@ class NaiveBayes(_GaussianLearner):
         A weight of 0 removes the feature from prediction while its statistics are
         still learned; with ``alpha = 0`` a weight-0 term of probability 0 is not a
         zero term. Models merge only with equal weights; the batch kernel
-        weighs the Gaussian terms, a batch with a categorical feature of
-        weight other than 1 takes the per-event path.
+        weighs every term as the per-event path does.
     half_life
         Optional forgetting, see :class:`stream_nb.base.Learner`.
     max_classes, max_features

@@ -8,8 +8,8 @@ time, :func:`~tests.stream_nb.naive_bayes.test_alpha_zero.categorical_terms`,
 the zero-probability rule of :func:`~tests.stream_nb.naive_bayes.test_alpha_zero.resolve`),
 multiply each by its weight and leave out the features of weight 0. Every
 prequential step of random streams, to ``1e-12``. The column kernel weighs the
-Gaussian terms too (against the per-event loop as every kernel test, to 1e-9);
-a batch with a weighted categorical feature takes the per-event path.
+Gaussian, categorical and binned terms too (against the per-event loop as every
+kernel test, to 1e-9).
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def test_state_merge_and_batch_paths(make: Callable[..., Learner], numeric_only:
         copy.merge(make(feature_weights={"n1": 1.0}))
     with pytest.raises(IncompatibleModelError, match="feature_weights"):
         copy.merge(make())
-    # batches take the per-event path while weights are set: equal to the byte
+    # batches with missing values (these events have some) take the per-event path: to the byte
     fast, slow = make(feature_weights=weights), make(feature_weights=weights)
     for start in range(0, len(events), 100):
         batch = events[start : start + 100]
@@ -370,25 +370,19 @@ def _dense_events(seed: int, n: int, numeric_only: bool, drop: tuple[str, ...] =
             (),
         ),
         (lambda: NaiveBayes(feature_weights={"n1": 0, "n2": 2.5, "c1": 1.0}), False, ()),
+        (lambda: NaiveBayes(feature_weights={"n1": 0.5, "c1": 2.0, "c2": 0}), False, ()),
         # (c1 has values of one class only: with alpha=0 every batch would go to the loop)
         (lambda: NaiveBayes(alpha=0, feature_weights={"n3": 0, "n1": 1.5}), False, ("c1",)),
+        (lambda: NaiveBayes(alpha=0, feature_weights={"c2": 3.0, "n1": 0}), False, ("c1",)),
+        # c1 of weight 0 is no zero-probability term: the kernel keeps the batches
+        (lambda: NaiveBayes(alpha=0, feature_weights={"c1": 0, "c2": 0.5}), False, ()),
     ],
 )
-def test_the_column_kernel_weighs_the_gaussian_terms_as_the_per_event_loop(
+def test_the_column_kernel_weighs_every_term_as_the_per_event_loop(
     make: Callable[[], Learner], numeric_only: bool, drop: tuple[str, ...]
 ) -> None:
     events = _dense_events(9, 3000, numeric_only, drop)
     assert against_the_loop(make, events, 9, _column_kernel, warm=100) >= 3
-
-
-def test_a_weighted_categorical_feature_takes_the_per_event_path() -> None:
-    events = _dense_events(10, 600, False)
-    model = NaiveBayes(feature_weights={"c1": 2.0})
-    for x, y, w in events[:100]:
-        model.learn_one(x, y, w)
-    xs, ys, ws = [e[0] for e in events[100:]], [e[1] for e in events[100:]], [1.0] * 400
-    assert model.predict_learn_columns(*_columns(xs), ys, ws) is None
-    assert model.n_learned == 100  # (nothing learned)
 
 
 def _columns(xs: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[list[Any]]]:
@@ -417,8 +411,10 @@ def _engine_run(lines: list[bytes], learner: Learner, *, column_path: bool) -> t
     [
         (lambda: GaussianNB(feature_weights={"n1": 0, "n2": 2.5}), True, True),
         (lambda: NaiveBayes(feature_weights={"n1": 0, "n2": 2.5}), False, True),
-        (lambda: NaiveBayes(feature_weights={"n1": 0, "c1": 2.5, "n3": 0.5}), False, False),
+        (lambda: NaiveBayes(feature_weights={"n1": 0, "c1": 2.5, "n3": 0.5}), False, True),
+        # (c1 has values of one class only: with alpha=0 its batches go to the loop)
         (lambda: NaiveBayes(alpha=0, feature_weights={"c2": 0, "n2": 3.0}), False, False),
+        (lambda: NaiveBayes(alpha=0, feature_weights={"c1": 0, "n2": 3.0}), False, True),
     ],
 )
 def test_engine_column_path_equals_the_general_path(
@@ -444,7 +440,7 @@ def test_engine_column_path_equals_the_general_path(
     slow = _engine_run(lines, make(), column_path=False)
     assert fast == slow  # records byte for byte, model, evaluation, outcomes
     assert len(fast[0]) == len(lines)
-    assert any(taken) is kernel  # (a weighted categorical feature: the per-event path)
+    assert any(taken) is kernel
 
 
 # ------------------------------------------------------------------ parameters
