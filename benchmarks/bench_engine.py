@@ -8,6 +8,7 @@ Commands::
     python -m benchmarks.bench_engine --model CategoricalNB,AODE    # some families
     python -m benchmarks.bench_engine --model NaiveBayes --breakdown  # + in-process rows
     python -m benchmarks.bench_engine --model NaiveBayes --profile    # where the time goes
+    python -m benchmarks.bench_engine --baseline ../before            # and another checkout
 
 The families and their streams (the generators of ``stream-nb demo``, written to a
 file first, not timed): NaiveBayes on ``agrawal``; GaussianNB on ``agrawal`` with its
@@ -22,6 +23,11 @@ Measured in the same run, in turns (``--turns``):
     The bare cost of the I/O the daemon cannot avoid, on the same file: read it, one
     ``orjson.loads`` per line, one ``orjson.dumps(..., OPT_APPEND_NEWLINE)`` per line,
     buffered writes; no model, no validation, no evaluation.
+Variants of a family (a learner parameter such as ``half_life`` or ``numeric="bins"``,
+no target of their own) run on the same stream. ``--baseline CHECKOUT`` runs another
+checkout's ``stream-nb`` (its ``.venv``) in the same turns, right after this one's,
+for before/after figures.
+
 ``stream-nb run``
     The real console script in a subprocess: ``stream-nb run --model M --source IN
     --sink OUT``, with its defaults (prequential evaluator, ``--batch-size``, dead
@@ -85,18 +91,29 @@ PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "engine.png"
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """A learner on its natural stream, with its target share of the ceiling."""
+    """A learner on its natural stream, with its target share of the ceiling (``None``:
+    a variant of a family, shown beside it)."""
 
     model: str
     stream: str  # a demo stream (stream-nb demo --demo NAME)
-    target: float
+    target: float | None
     divisor: int = 1  # the stream has --events / divisor lines
     params: tuple[tuple[str, Any], ...] = ()  # the generator's parameters
+    options: tuple[tuple[str, Any], ...] = ()  # the learner's parameters (--param)
 
     @property
     def label(self) -> str:
         """The stream as the tables name it."""
         return self.stream + "".join(f", {k}={v}" for k, v in self.params)
+
+    @property
+    def name(self) -> str:
+        """The learner as the tables name it: its class and the parameters given."""
+        return self.model + "".join(f", {k}={v}" for k, v in self.options)
+
+    def make(self) -> Learner:
+        """A fresh learner with the family's parameters."""
+        return Learner.registered()[self.model](**dict(self.options))
 
     def events(self, events: int) -> int:
         return max(1, events // self.divisor)
@@ -112,6 +129,10 @@ FAMILIES = (
     Family("AODE", "categorical", 0.10, divisor=10),
     Family("TAN", "categorical", 0.05, divisor=10),
     Family("KDB", "categorical", 0.05, divisor=10),
+    # variants that take the same kernels: forgetting, binned numbers
+    Family("NaiveBayes", "agrawal", None, options=(("numeric", "bins"),)),
+    Family("CategoricalNB", "categorical", None, options=(("half_life", 10_000),)),
+    Family("MultinomialNB", "zipf_text", None, divisor=5, options=(("half_life", 10_000),)),
 )
 
 #: A stream file: (demo stream, its parameters, events)
@@ -194,8 +215,10 @@ def ceiling(src: Path, dst: Path) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def cli_run(exe: str, model: str, src: Path, dst: Path) -> tuple[float, float]:
-    """The real ``stream-nb run`` subprocess, spawn to exit."""
+def cli_run(
+    exe: str, model: str, src: Path, dst: Path, options: tuple[tuple[str, Any], ...] = ()
+) -> tuple[float, float]:
+    """The real ``stream-nb run`` subprocess, spawn to exit (``options``: ``--param``)."""
     if dst.exists():
         dst.unlink()
     args = [
@@ -212,6 +235,8 @@ def cli_run(exe: str, model: str, src: Path, dst: Path) -> tuple[float, float]:
         "--log-level",
         "WARNING",
     ]
+    for key, value in options:
+        args += ["--param", f"{key}={json.dumps(value)}"]
     cpu0, wall = _children_cpu(), time.perf_counter()
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - wall, _children_cpu() - cpu0
@@ -287,11 +312,15 @@ def run_turns(
     files: dict[StreamKey, Path],
     events: int,
     turns: int,
-    exe: str,
+    exes: dict[str, str],
     tmp: Path,
-) -> dict[str, list[tuple[float, float, float]]]:
-    """Per family, ``(ceiling CPU s, run CPU s, run wall s)`` of every turn."""
-    runs: dict[str, list[tuple[float, float, float]]] = {f.model: [] for f in families}
+) -> dict[str, dict[str, list[tuple[float, float, float]]]]:
+    """Per checkout (``exes``: its ``stream-nb``) and family, ``(ceiling CPU s, run CPU
+    s, run wall s)`` of every turn; in each turn a family's checkouts run one after the
+    other, right after their stream's ceiling."""
+    runs: dict[str, dict[str, list[tuple[float, float, float]]]] = {
+        checkout: {f.name: [] for f in families} for checkout in exes
+    }
     for turn in range(turns):
         for key, path in files.items():
             gc.collect()
@@ -299,15 +328,16 @@ def run_turns(
             for family in families:
                 if _key(family, events) != key:
                     continue
-                gc.collect()
-                wall, cpu = cli_run(exe, family.model, path, tmp / "out.jsonl")
-                runs[family.model].append((ceiling_cpu, cpu, wall))
-                print(
-                    f"  turn {turn + 1}: {family.model} on {family.label}: ceiling "
-                    f"{ceiling_cpu:.2f} s CPU, stream-nb run {cpu:.2f} s CPU "
-                    f"({ceiling_cpu / cpu:.1%})",
-                    file=sys.stderr,
-                )
+                for checkout, exe in exes.items():
+                    gc.collect()
+                    wall, cpu = cli_run(exe, family.model, path, tmp / "out.jsonl", family.options)
+                    runs[checkout][family.name].append((ceiling_cpu, cpu, wall))
+                    print(
+                        f"  turn {turn + 1}: {checkout} {family.name} on {family.label}: "
+                        f"ceiling {ceiling_cpu:.2f} s CPU, stream-nb run {cpu:.2f} s CPU "
+                        f"({ceiling_cpu / cpu:.1%})",
+                        file=sys.stderr,
+                    )
     return runs
 
 
@@ -316,15 +346,33 @@ def _key(family: Family, events: int) -> StreamKey:
 
 
 def family_row(
-    family: Family, n: int, size: int, turns: list[tuple[float, float, float]]
+    family: Family,
+    n: int,
+    size: int,
+    turns: list[tuple[float, float, float]],
+    baseline: list[tuple[float, float, float]] | None = None,
 ) -> dict[str, Any]:
-    """One family's figures over its turns."""
+    """One family's figures over its turns (and a baseline checkout's, in the same turns)."""
     ratios = [c / r for c, r, _ in turns]
     run_rates = [n / r for _, r, _ in turns]
     ceiling_rates = [n / c for c, _, _ in turns]
     median_ratio = statistics.median(ratios)
+    before = None
+    if baseline is not None:
+        base_ratios = [c / r for c, r, _ in baseline]
+        before = {
+            "run_events_per_cpu_s_median": statistics.median(n / r for _, r, _ in baseline),
+            "ratio_to_ceiling_cpu": {
+                "median": statistics.median(base_ratios),
+                "best": max(base_ratios),
+            },
+            # this checkout's CPU time against the baseline's, turn by turn
+            "speedup_median": statistics.median(
+                b / r for (_, r, _), (_, b, _) in zip(turns, baseline, strict=True)
+            ),
+        }
     return {
-        "model": family.model,
+        "model": family.name,
         "stream": family.label,
         "events": n,
         "file_bytes": size,
@@ -337,7 +385,8 @@ def family_row(
         },
         "ratio_to_ceiling_cpu": {"median": median_ratio, "best": max(ratios)},
         "turn_ratios_cpu": sorted(ratios),
-        "target_met": median_ratio >= family.target,
+        "target_met": None if family.target is None else median_ratio >= family.target,
+        "baseline": before,
     }
 
 
@@ -346,7 +395,7 @@ def breakdown_rows(
 ) -> list[dict[str, Any]]:
     """In-process rows that explain a family's gap: the engine with and without the
     evaluator, the null learner, and the learner alone per event (at most 200k events)."""
-    make = Learner.registered()[family.model]
+    make = family.make
     rows: dict[str, tuple[float, float]] = {
         "engine in process + evaluator": _best(
             lambda: in_process(make(), path, tmp / "e.jsonl", True), repeats
@@ -366,7 +415,7 @@ def breakdown_rows(
     )
     return [
         {
-            "model": family.model,
+            "model": family.name,
             "name": name,
             "events_per_s_wall": n / wall,
             "events_per_s_cpu": n / cpu,
@@ -393,12 +442,31 @@ def markdown(result: dict[str, Any]) -> str:
             row["ceiling_events_per_cpu_s"],
             row["ratio_to_ceiling_cpu"],
         )
-        mark = "" if row["target_met"] else " (missed)"
+        if row["target_ratio"] is None:
+            target = "—"
+        else:
+            target = f"{row['target_ratio']:.0%}" + ("" if row["target_met"] else " (missed)")
         lines.append(
             f"| {row['model']} | {row['stream']} | {row['events']:,} | {run['median']:,.0f} "
             f"| {run['best']:,.0f} | {ceil['median']:,.0f} | {ratio['median']:.1%} "
-            f"| {ratio['best']:.1%} | {row['target_ratio']:.0%}{mark} |"
+            f"| {ratio['best']:.1%} | {target} |"
         )
+    if result.get("baseline"):
+        lines += [
+            "",
+            f"The same turns with the baseline checkout `{result['baseline']}` (run right after "
+            "this checkout, after the same ceiling):",
+            "",
+            "| learner | stream | baseline, events/CPU-s (median) | baseline share (median) "
+            "| this checkout's speed-up (median of the turns) |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for row in result["families"]:
+            base = row["baseline"]
+            lines.append(
+                f"| {row['model']} | {row['stream']} | {base['run_events_per_cpu_s_median']:,.0f} "
+                f"| {base['ratio_to_ceiling_cpu']['median']:.1%} | {base['speedup_median']:.2f}× |"
+            )
     lines += [
         "",
         f"Start-up of `stream-nb run` alone (empty input): {result['startup_seconds_wall']:.2f} s "
@@ -450,7 +518,7 @@ def write_plot(result: dict[str, Any], path: Path) -> None:
                 fontsize=7,
             )
             ticks.append(x)
-            names.append(row["model"])
+            names.append(row["model"].replace(", ", "\n"))
             x += 1.0
         ceiling_rate = statistics.median(r["ceiling_events_per_cpu_s"]["median"] for r in group)
         ax.plot(
@@ -491,6 +559,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="profile the in-process engine")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--plot", default=str(PLOT), help="the plot ('' for none)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another checkout (with its .venv) whose stream-nb runs in the same turns",
+    )
     args = parser.parse_args(argv)
     families = list(FAMILIES)
     if args.model is not None:
@@ -498,12 +572,18 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(wanted) - {f.model for f in FAMILIES})
         if unknown:
             parser.error(
-                f"--model: no family for {unknown}; choose from {[f.model for f in FAMILIES]}"
+                f"--model: no family for {unknown}; choose from "
+                f"{list(dict.fromkeys(f.model for f in FAMILIES))}"
             )
         families = [f for f in FAMILIES if f.model in wanted]
     tune_malloc()  # as stream-nb run does, for the in-process rows
     compile_bytecode()
     exe = shutil.which("stream-nb") or str(Path(sys.executable).parent / "stream-nb")
+    exes = {"this": exe}
+    if args.baseline is not None:
+        exes["baseline"] = str(args.baseline.resolve() / ".venv" / "bin" / "stream-nb")
+        if not Path(exes["baseline"]).exists():
+            parser.error(f"--baseline: no {exes['baseline']}; install that checkout's .venv")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         # Written as generated: a million events held in this process would slow the
@@ -518,13 +598,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             family = families[0]
             profiler = cProfile.Profile()
-            make = Learner.registered()[family.model]
-            profiler.runcall(in_process, make(), files[_key(family, args.events)], tmp / "p", True)
+            profiler.runcall(
+                in_process, family.make(), files[_key(family, args.events)], tmp / "p", True
+            )
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
             print(text.getvalue())
             return 0
-        runs = run_turns(families, files, args.events, args.turns, exe, tmp)
+        runs = run_turns(families, files, args.events, args.turns, exes, tmp)
         breakdown = []
         if args.breakdown:
             for family in families:
@@ -541,12 +622,14 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "startup_seconds_wall": startup[0],
         "startup_seconds_cpu": startup[1],
+        "baseline": None if args.baseline is None else str(args.baseline),
         "families": [
             family_row(
                 family,
                 _key(family, args.events)[2],
                 sizes[_key(family, args.events)],
-                runs[family.model],
+                runs["this"][family.name],
+                runs["baseline"][family.name] if "baseline" in runs else None,
             )
             for family in families
         ],

@@ -19,7 +19,8 @@ def test_bench_engine_runs_every_family_and_writes_results(
     assert bench_engine.main(argv) == 0
     result = json.loads((tmp_path / "engine.json").read_text())
     rows = {row["model"]: row for row in result["families"]}
-    assert list(rows) == [family.model for family in bench_engine.FAMILIES]
+    assert list(rows) == [family.name for family in bench_engine.FAMILIES]
+    assert "NaiveBayes, numeric=bins" in rows and "CategoricalNB, half_life=10000" in rows
     assert {row["stream"] for row in rows.values()} == {
         "agrawal",
         "agrawal, nominal=False",
@@ -34,6 +35,7 @@ def test_bench_engine_runs_every_family_and_writes_results(
     assert result["breakdown"] == []
     table = (tmp_path / "engine.md").read_text()
     assert "| CategoricalNB | categorical | 400 |" in table and "| 30%" in table
+    assert "| CategoricalNB, half_life=10000 | categorical | 400 |" in table and "| — |" in table
     assert table in capsys.readouterr().out
     assert plot.stat().st_size > 0
 
@@ -43,7 +45,23 @@ def test_bench_engine_breakdown_for_one_family(tmp_path: Path) -> None:
     argv += ["--breakdown", "--output", str(tmp_path), "--plot", ""]
     assert bench_engine.main(argv) == 0
     result = json.loads((tmp_path / "engine.json").read_text())
-    assert [row["model"] for row in result["families"]] == ["CategoricalNB"]
-    assert len(result["breakdown"]) == 4
+    assert [row["model"] for row in result["families"]] == [
+        "CategoricalNB",
+        "CategoricalNB, half_life=10000",
+    ]
+    assert len(result["breakdown"]) == 8
     assert all(row["events_per_s_cpu"] > 0 for row in result["breakdown"])
     assert not (tmp_path / "engine.png").exists()
+
+
+def test_bench_engine_with_a_baseline_checkout(tmp_path: Path) -> None:
+    """The same checkout as its own baseline: both run in every turn, side by side."""
+    here = Path(bench_engine.__file__).resolve().parents[1]
+    argv = ["--events", "300", "--turns", "1", "--model", "GaussianNB", "--plot", ""]
+    argv += ["--output", str(tmp_path), "--baseline", str(here)]
+    assert bench_engine.main(argv) == 0
+    result = json.loads((tmp_path / "engine.json").read_text())
+    (row,) = result["families"]
+    assert row["baseline"]["run_events_per_cpu_s_median"] > 0
+    assert row["baseline"]["speedup_median"] > 0
+    assert "this checkout's speed-up" in (tmp_path / "engine.md").read_text()
