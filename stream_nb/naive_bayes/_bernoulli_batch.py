@@ -14,19 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stream_nb.naive_bayes._arrays import exclusive_cumsum
+from stream_nb.naive_bayes._arrays import exact_integer_sums, exclusive_cumsum
 from stream_nb.naive_bayes._text_batch import (
-    BINARY_TYPES,
     KernelResult,
     TokenBatch,
-    TokenCodes,
     add_class_weights,
     class_prefix,
-    integral,
-    learned_counts,
     log_prior,
     normalise,
-    write_counts,
 )
 
 if TYPE_CHECKING:
@@ -45,7 +40,6 @@ _SERIES_TERMS = 19
 
 def bernoulli_kernel(
     learner: BernoulliNB,
-    codes: TokenCodes,
     xs: Sequence[Mapping[Any, Any]],
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
@@ -55,13 +49,13 @@ def bernoulli_kernel(
     the words by count, see :func:`_bernoulli_aggregates`)."""
     if learner.class_prior is not None:
         return None
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, BINARY_TYPES, counts=False)
+    batch = TokenBatch.of(learner, xs, ys, ws, counts=False)
     if batch is None:
         return None
     classes = batch.classes
     labels = classes.labels
     n0 = np.array([learner._class_weight[y] for y in labels])
-    if not classes.unit and not integral(classes.w):
+    if not classes.unit and not exact_integer_sums(classes.w):
         return None
     val = batch.val
     threshold = learner.binarize
@@ -75,25 +69,25 @@ def bernoulli_kernel(
     if alpha != learner._agg_alpha:  # (as a prediction would)
         learner._agg = [None] * len(learner._agg)
         learner._agg_alpha = alpha
-    k_e = batch.event_class()
+    k_e = batch.k_e
     labelled = k_e >= 0
     inc = np.where(labelled & on, classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(labelled))
-    vocabulary = len(learner._counts) + added
-    c0 = batch.c0
-    if not integral(c0.reshape(-1), n0, classes.w):
+    known, vocabulary, order = batch.vocabulary(labelled, len(learner._counts))
+    if not exact_integer_sums(n0, classes.w):
         return None
-    counts = batch.prefix(c0, inc)  # K × nnz: events with the word on, before each entry
+    counts, start, after, changed = batch.prefix(inc, True)  # K × nnz: events with the word on
+    if not exact_integer_sums(start, inc):
+        return None  # (the runs group the words by count: integral counts only)
     n_y = class_prefix(classes, n0.tolist())  # K × B
     n_e = n_y.take(batch.ev, axis=1)
-    on_known = on & known
+    on_known = on if known is None else on & known
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.log((counts + alpha) * ((n_e + alpha) / alpha) / (n_e - counts + alpha))
-    acc = batch.per_event_classes(np.where(on_known[None, :] & (counts > 0), terms, 0.0))
+    acc = batch.per_event(np.where(on_known[None, :] & (counts > 0), terms, 0.0))
     if not np.isfinite(acc).all():
         return None  # (a product past the double range: the per-event path splits it)
     n_on = batch.per_event(on_known.astype(np.float64))
-    first_on = np.zeros(len(batch.ev))
+    first_on = np.zeros(batch.nnz)
     learned = np.flatnonzero(inc)
     rows_k = k_e.take(learned)
     newly_on = counts[rows_k, learned] == 0
@@ -109,7 +103,7 @@ def bernoulli_kernel(
     jll = (
         log_prior(learner, classes, alpha)
         + aggregates
-        - (vocabulary[None, :] - on_words) * np.log1p(alpha / shifted)
+        - (vocabulary - on_words) * np.log1p(alpha / shifted)
         + n_on[None, :] * np.log(alpha / shifted)
         + acc
     )
@@ -117,30 +111,38 @@ def bernoulli_kernel(
     if result is None:
         return None
     # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    if pairs is None:
-        return None
-    hist = learner._hist
-    on_count = learner._on_words
-    start = c0.tolist()
-    for u, k, n in zip(*pairs):  # noqa: B905 (same length)
-        h = hist[k]
-        old = start[k][u]
-        if old:
-            m = h[old] - 1
-            if m:
-                h[old] = m
-            else:
-                del h[old]
-        else:
-            on_count[k] += 1
-        h[n] = h.get(n, 0) + 1
-    write_counts(learner, codes, batch, order, pairs, inc, k_e)
+    _update_histograms(learner, start, after, changed)
+    batch.write(learner, after, order, changed)
     agg = learner._agg
     for k in set(classes.k.tolist()):
         agg[k] = None
-    add_class_weights(learner, ys, ws, None)
+    add_class_weights(learner, batch, ys, ws, None, xs)
     return result
+
+
+def _update_histograms(
+    learner: BernoulliNB, start: np.ndarray, after: np.ndarray, changed: np.ndarray
+) -> None:
+    """Move the words the batch turned on from their count at the start to their count
+    after it in each class's histogram (and count the words on for the first time)."""
+    hist = learner._hist
+    on_words = learner._on_words
+    start_c, after_c = start[:, changed], after[:, changed]
+    for k in range(start.shape[0]):
+        moved = after_c[k] != start_c[k]
+        old, new = start_c[k][moved], after_c[k][moved]
+        h = hist[k]
+        values, times = np.unique(old[old > 0], return_counts=True)
+        for c, m in zip(values.tolist(), times.tolist(), strict=True):
+            left = h[c] - m
+            if left:
+                h[c] = left
+            else:
+                del h[c]
+        on_words[k] += int((old == 0).sum())
+        values, times = np.unique(new, return_counts=True)
+        for c, m in zip(values.tolist(), times.tolist(), strict=True):
+            h[c] = h.get(c, 0) + m
 
 
 def _bernoulli_aggregates(

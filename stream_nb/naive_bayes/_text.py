@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from stream_nb._exceptions import InvalidEventError, ModelStateError
 from stream_nb._params import check_alpha, check_cap, check_feature_weights
@@ -44,10 +46,16 @@ from stream_nb._stores import OTHER, add_scaled, n_real, rescale, tree_from_pair
 from stream_nb.base import Learner
 from stream_nb.limits import MAX_VALUE, value_out_of_range
 
+if TYPE_CHECKING:
+    from stream_nb.naive_bayes._token_store import TokenStore
+
 __all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
 
 _INF = math.inf
 T = TypeVar("T")
+
+#: ``(log_probas, predictions, errors)``, as :meth:`~stream_nb.base.Learner.predict_learn_many`
+Answers = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 
 
 def _bad_count(x: Mapping[str, Any]) -> InvalidEventError | None:
@@ -214,6 +222,12 @@ class _TokenLearner(Learner):
     derived caches, rebuilt by :meth:`_rebuild` after a merge, a rescale or a
     load (caches are never read from a state).
 
+    The batch kernels keep the same counts as one array
+    (:mod:`~stream_nb.naive_bayes._token_store`) and leave the rows of the
+    tokens they changed stale (``_rows_stale``); every method that reads a row
+    calls :meth:`_fresh_rows` first. The keys of ``_counts`` (the vocabulary)
+    are always current.
+
     Subclasses start learning an event with :meth:`_start_learning` (values
     checked, vocabulary bounds applied, class weight added) and call
     :meth:`_scored_tokens` on ``x`` (after checking its values) to score it.
@@ -270,19 +284,52 @@ class _TokenLearner(Learner):
         xs: Sequence[Mapping[str, Any]],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
-    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+    ) -> Answers:
         """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
-        batch (:meth:`predict_learn_rows`), else the per-event loop."""
-        if self._kernel_applies():
-            out = self._row_kernel(xs, ys, ws)
-            if out is not None:
-                from stream_nb.naive_bayes._arrays import per_event_answers
+        batch (:meth:`predict_learn_rows`), else the per-event loop.
 
-                self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
-                return per_event_answers(*out)
-        return Learner.predict_learn_many(self, xs, ys, ws)
+        A batch that meets classes new to the model (the kernel's scores are over a
+        fixed set of classes) goes event by event up to the last event that brings
+        a new class, and through the kernel from there when it takes the rest."""
+        if not self._kernel_applies():
+            return Learner.predict_learn_many(self, xs, ys, ws)
+        out = self._kernel_answers(xs, ys, ws)
+        if out is not None:
+            return out
+        split = _after_new_classes(self._index, ys)
+        if split is None or len(xs) - split < _MIN_SPLIT:
+            return Learner.predict_learn_many(self, xs, ys, ws)
+        head = Learner.predict_learn_many(self, xs[:split], ys[:split], ws[:split])
+        tail = self._kernel_answers(xs[split:], ys[split:], ws[split:])
+        if tail is None:
+            tail = Learner.predict_learn_many(self, xs[split:], ys[split:], ws[split:])
+        errors = dict(head[2])
+        errors.update({split + i: e for i, e in tail[2].items()})
+        return head[0] + tail[0], head[1] + tail[1], errors
 
-    _codes: Any
+    def _kernel_answers(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> Answers | None:
+        """The kernel's answers to a batch as :meth:`predict_learn_many` gives them
+        (the delta recorded), or ``None`` (nothing changed)."""
+        out = self._row_kernel(xs, ys, ws)
+        if out is None:
+            return None
+        from stream_nb.naive_bayes._arrays import per_event_answers
+
+        self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
+        return per_event_answers(*out)
+
+    #: The kernels' array of the counts (made on first use).
+    _store: TokenStore | None
+    #: Whether the array mirrors the rows (cleared by anything else that changes them:
+    #: a per-event learn, a merge, a rescale, a load).
+    _batch_counts_valid: bool
+    #: Whether some rows are stale (a kernel changed the array only).
+    _rows_stale: bool
 
     def _kernel_applies(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares one, and
@@ -301,25 +348,69 @@ class _TokenLearner(Learner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        """The learner's batch kernel (:meth:`_batch_kernel`) on this batch, with the
-        learner's token codes (``None``: not this batch)."""
+        """The learner's batch kernel (:meth:`_batch_kernel`) on this batch (``None``:
+        not this batch)."""
         kernel = self._batch_kernel()
         if kernel is None:
             return None
-        return kernel(self, self._token_codes(), xs, ys, ws)
-
-    def _token_codes(self) -> Any:
-        """The batch kernels' token codes (``_text_batch.TokenCodes``), made on first use."""
-        if self._codes is None:
-            from stream_nb.naive_bayes._text_batch import TokenCodes
-
-            self._codes = TokenCodes()
-        return self._codes
+        return kernel(self, xs, ys, ws)
 
     def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None] | None:
-        """Hook: the kernel function, called as ``kernel(learner, codes, xs, ys, ws)``
+        """Hook: the kernel function, called as ``kernel(learner, xs, ys, ws)``
         (``None``: the learner has none)."""
         return None
+
+    # ------------------------------------------------------------------ the kernels' array
+    #: Where a row holds class ``k``'s count: at ``offset + stride × k``.
+    _ROW_LAYOUT = (0, 1)
+
+    def _ready_store(self) -> TokenStore | None:
+        """The kernels' array of the counts, rebuilt from the rows if anything else
+        changed them since; ``None`` past its size bound."""
+        from stream_nb.naive_bayes._token_store import MAX_CELLS
+        from stream_nb.naive_bayes._token_store import TokenStore as Store
+
+        n_classes = len(self._class_weight)
+        store = self._store
+        if self._batch_counts_valid and store is not None and store.counts.shape[0] == n_classes:
+            return store
+        self._fresh_rows()
+        if n_classes * len(self._counts) > MAX_CELLS:
+            self._drop_store()
+            return None
+        if store is None:
+            store = self._store = Store(*self._ROW_LAYOUT)
+        store.sync(self._counts, n_classes)
+        self._batch_counts_valid = True
+        return store
+
+    def _drop_store(self) -> None:
+        """Free the kernels' array (the rows made fresh first)."""
+        self._fresh_rows()
+        self._store = None
+        self._batch_counts_valid = False
+
+    def _add_stale_tokens(self, tokens: Sequence[Any]) -> None:
+        """Add tokens a kernel learned first to the vocabulary, their rows stale."""
+        rows = self._counts
+        for token in tokens:
+            rows[token] = []
+
+    def _fresh_rows(self) -> None:
+        """Rebuild the rows a kernel left stale (see the class docstring)."""
+        if self._rows_stale:
+            assert self._store is not None  # (rows are stale only while the array is valid)
+            tokens, columns = self._store.take_dirty()
+            self._rows_stale = False
+            if tokens:
+                self._rows_from_columns(tokens, columns)
+
+    def _rows_from_columns(self, tokens: Sequence[Any], columns: Any) -> None:
+        """Hook: set the rows of ``tokens`` from their counts (``K × n``, one column
+        each), as the per-event path would hold them (with their derived caches)."""
+        rows = self._counts
+        for token, row in zip(tokens, _trimmed(columns), strict=True):
+            rows[token] = row
 
     def feature_names(self) -> list[Hashable]:
         return list(self._counts)
@@ -343,10 +434,9 @@ class _TokenLearner(Learner):
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
-        self._codes = None  # token codes of the batch kernel (_text_batch.TokenCodes)
-        # whether _codes.counts mirrors the count rows (cleared by anything else that
-        # changes them: a per-event learn, a merge, a rescale, a load)
+        self._store = None
         self._batch_counts_valid = False
+        self._rows_stale = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
         return {
@@ -470,6 +560,7 @@ class _TokenLearner(Learner):
 
     # ------------------------------------------------------------------ sparse views
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
+        self._fresh_rows()
         labels = list(self._class_weight)
         return {
             token: {labels[k]: n for k, n in enumerate(row) if n}
@@ -502,7 +593,9 @@ class _TokenLearner(Learner):
         self._class_weight = class_weight
         self._total_weight = total_weight
         self._index = index
+        self._store = None  # (a new vocabulary: the array is rebuilt when next needed)
         self._batch_counts_valid = False
+        self._rows_stale = False
         self._set_rows(dense)
         self._rebuild()
 
@@ -563,6 +656,7 @@ class _TokenLearner(Learner):
         return by_class
 
     def _rescale(self, factor: float) -> None:
+        self._fresh_rows()
         self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
@@ -636,6 +730,39 @@ class _TokenLearner(Learner):
         self._load(class_weight, total, extra, counts)
 
     def _size(self) -> tuple[int, int, int]:
+        self._fresh_rows()
         classes = len(self._class_weight)
         stored = classes * (1 + len(self._EXTRA)) + sum(map(len, self._counts.values()))
         return classes, len(self._counts), stored
+
+
+def _trimmed(columns: Any) -> list[list[float]]:
+    """The ``K × n`` counts as ``n`` rows, each cut after its last non-zero count."""
+    n_classes = columns.shape[0]
+    nonzero = columns != 0
+    lengths = (n_classes - np.argmax(nonzero[::-1], axis=0)) * nonzero.any(axis=0)
+    out: list[list[float]] = columns.T.tolist()
+    for i in np.flatnonzero(lengths < n_classes).tolist():
+        del out[i][lengths[i] :]
+    return out
+
+
+#: A batch split after its new classes goes through the kernel from there when at least
+#: this many events are left (the kernel's own minimum batch).
+_MIN_SPLIT = 64
+
+
+def _after_new_classes(known: Mapping[Hashable, int], ys: Sequence[Hashable | None]) -> int | None:
+    """The index just after the last event of ``ys`` whose label is new (to ``known``
+    and to the events before it), or ``None`` if there is none (or a label cannot be
+    a dictionary key)."""
+    seen = set(known)
+    last = -1
+    try:
+        for i, y in enumerate(ys):
+            if y is not None and y not in seen:
+                seen.add(y)
+                last = i
+    except TypeError:  # (an unhashable label: the per-event path rejects it)
+        return None
+    return None if last < 0 else last + 1

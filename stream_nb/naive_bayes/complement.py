@@ -158,6 +158,8 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        if self._rows_stale:
+            self._fresh_rows()
         self._batch_counts_valid = False
         x, total, k = self._start_learning(x, y, w, check_counts)
         self._class_extra["class_tokens"][y] += total * w
@@ -227,6 +229,7 @@ class ComplementNB(_TokenLearner):
         if not self.alpha:
             self._mle_norms = None
             return
+        self._fresh_rows()
         alpha = self.alpha / self._scale
         log = _log
         lw = []
@@ -271,6 +274,8 @@ class ComplementNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
+        if self._rows_stale:
+            self._fresh_rows()
         x = self._weighted(self._scored_tokens(x))
         counts = self._counts
         vocabulary = len(counts)
