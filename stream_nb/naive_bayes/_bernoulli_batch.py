@@ -1,10 +1,10 @@
 """Exact batch kernel of BernoulliNB (see :mod:`~stream_nb.naive_bayes._text_batch`).
 
 The on-counts before each entry are prefix sums as for the count learners; the
-per-class aggregates ``A_y`` (a term for every word ever on in the class) are
-summed by runs of constant count with a series in the batch's class weight, see
-:func:`_bernoulli_aggregates`. Integral weights and counts only: the runs
-group the words by count.
+per-class aggregates ``A_y`` (a term for every word ever on in the class) at every
+step of the batch come from :mod:`~stream_nb.naive_bayes._token_aggregates`.
+Integral weights and counts only: the aggregates group the batch's changes by
+count.
 """
 
 from __future__ import annotations
@@ -23,19 +23,12 @@ from stream_nb.naive_bayes._text_batch import (
     log_prior,
     normalise,
 )
+from stream_nb.naive_bayes._token_aggregates import class_aggregates
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes.bernoulli import BernoulliNB
 
 __all__ = ["bernoulli_kernel"]
-
-#: Most (version, word run) terms the aggregates sum one by one per batch.
-_MAX_AGGREGATE_CELLS = 1 << 22
-
-#: The aggregates expand ``log(a + δ)`` in series where ``δ/a`` is at most this, to
-#: this many terms: ``ratio**(terms + 1) / (terms + 1)`` is below 1e-19.
-_SERIES_RATIO = 0.125
-_SERIES_TERMS = 19
 
 
 def bernoulli_kernel(
@@ -45,8 +38,7 @@ def bernoulli_kernel(
     ws: Sequence[float] | None,
 ) -> KernelResult | None:
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.BernoulliNB`'s
-    formulas, or ``None``; integral weights and counts only (the aggregates group
-    the words by count, see :func:`_bernoulli_aggregates`)."""
+    formulas, or ``None``; integral weights and counts only (see the module docstring)."""
     if learner.class_prior is not None:
         return None
     batch = TokenBatch.of(learner, xs, ys, ws, counts=False)
@@ -55,7 +47,7 @@ def bernoulli_kernel(
     classes = batch.classes
     labels = classes.labels
     n0 = np.array([learner._class_weight[y] for y in labels])
-    if not classes.unit and not exact_integer_sums(classes.w):
+    if not exact_integer_sums(n0, classes.w):
         return None
     val = batch.val
     threshold = learner.binarize
@@ -73,20 +65,20 @@ def bernoulli_kernel(
     labelled = k_e >= 0
     inc = np.where(labelled & on, classes.w.take(batch.ev), 0.0)
     known, vocabulary, order = batch.vocabulary(labelled, len(learner._counts))
-    if not exact_integer_sums(n0, classes.w):
-        return None
     counts, start, after, changed = batch.prefix(inc, True)  # K × nnz: events with the word on
     if not exact_integer_sums(start, inc):
-        return None  # (the runs group the words by count: integral counts only)
+        return None  # (the aggregates group the changes by count: integral counts only)
     n_y = class_prefix(classes, n0.tolist())  # K × B
-    n_e = n_y.take(batch.ev, axis=1)
     on_known = on if known is None else on & known
+    # per on word w with N_{y,w} = c > 0: log((c + α) / (N_y − c + α)) + log((N_y + α) / α)
+    positive = on_known[None, :] & (counts > 0)
+    n_e = n_y.take(batch.ev, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.log((counts + alpha) * ((n_e + alpha) / alpha) / (n_e - counts + alpha))
-    acc = batch.per_event(np.where(on_known[None, :] & (counts > 0), terms, 0.0))
-    if not np.isfinite(acc).all():
-        return None  # (a product past the double range: the per-event path splits it)
+        terms = np.log((counts + alpha) / (n_e - counts + alpha))
+    acc = batch.per_event(np.where(positive, terms, 0.0))
+    shifted = n_y + alpha
     n_on = batch.per_event(on_known.astype(np.float64))
+    n_positive = batch.per_event(positive.astype(np.float64))
     first_on = np.zeros(batch.nnz)
     learned = np.flatnonzero(inc)
     rows_k = k_e.take(learned)
@@ -96,15 +88,15 @@ def bernoulli_kernel(
         np.stack([batch.per_event(np.where(k_e == k, first_on, 0.0)) for k in range(len(labels))]),
         axis=-1,
     )
-    aggregates = _bernoulli_aggregates(learner, batch, counts, inc, k_e, n_y, n0, alpha)
+    aggregates = _aggregates(learner, batch, counts, inc, n0, alpha)
     if aggregates is None:
         return None
-    shifted = n_y + alpha
+    log_odds = np.log(shifted / alpha)  # log((N_y + α) / α)
     jll = (
         log_prior(learner, classes, alpha)
         + aggregates
         - (vocabulary - on_words) * np.log1p(alpha / shifted)
-        + n_on[None, :] * np.log(alpha / shifted)
+        - (n_on[None, :] - n_positive) * log_odds
         + acc
     )
     result = normalise(jll, labels)
@@ -118,6 +110,59 @@ def bernoulli_kernel(
         agg[k] = None
     add_class_weights(learner, batch, ys, ws, None, xs)
     return result
+
+
+def _aggregates(
+    learner: BernoulliNB,
+    batch: TokenBatch,
+    counts: np.ndarray,
+    inc: np.ndarray,
+    n0: np.ndarray,
+    alpha: float,
+) -> np.ndarray | None:
+    """``K × B``: each class's aggregate ``A_y`` before each event (see
+    :func:`~stream_nb.naive_bayes._token_aggregates.class_aggregates`), or ``None``."""
+    classes = batch.classes
+    b = batch.b
+    k_of_event = np.full(b, -1, dtype=np.intp)
+    k_of_event[classes.rows] = classes.k
+    learned = np.flatnonzero(inc)
+    learned_k = batch.k_e.take(learned)
+    out = np.empty((len(classes.labels), b))
+    for k in range(len(classes.labels)):
+        start = float(n0[k])
+        a0 = learner._agg[k]
+        if a0 is None:
+            a0 = learner._aggregate(k, start, alpha)
+        mine = k_of_event == k
+        if not mine.any():
+            out[k] = a0
+            continue
+        version = np.cumsum(mine) - mine  # class-k events before each event
+        delta = np.concatenate(([0.0], np.cumsum(classes.w[mine])))
+        hist = learner._hist[k]
+        histogram = (
+            np.fromiter(hist.keys(), np.float64, len(hist)),
+            np.fromiter(hist.values(), np.float64, len(hist)),
+        )
+        moves = learned.take(np.flatnonzero(learned_k == k))
+        values = class_aggregates(
+            a0,
+            start,
+            alpha,
+            delta,
+            histogram,
+            (
+                counts[k].take(moves),
+                inc.take(moves),
+                version.take(batch.ev.take(moves)) + 1,
+                batch.tok.take(moves),
+            ),
+        )
+        if values is None:
+            return None
+        out[k] = values.take(version)
+    return out
 
 
 def _update_histograms(
@@ -143,135 +188,3 @@ def _update_histograms(
         values, times = np.unique(new, return_counts=True)
         for c, m in zip(values.tolist(), times.tolist(), strict=True):
             h[c] = h.get(c, 0) + m
-
-
-def _bernoulli_aggregates(
-    learner: BernoulliNB,
-    batch: TokenBatch,
-    counts: np.ndarray,
-    inc: np.ndarray,
-    k_e: np.ndarray,
-    n_y: np.ndarray,
-    n0: np.ndarray,
-    alpha: float,
-) -> np.ndarray | None:
-    """``K × B``: BernoulliNB's ``A_y = Σ_{w: N_{y,w}>0} log((N_y − N_{y,w} + α) / (N_y + 2α))``
-    before each event, or ``None`` past :data:`_MAX_AGGREGATE_CELLS`.
-
-    ``A_y`` changes only when class ``y`` learns: its *versions* ``j = 0..m``
-    are the model after each of the batch's ``m`` class-``y`` events, with
-    ``N_y = N₀ + δ_j``. Every word is a run of versions at a constant count
-    ``c`` (a word untouched by the batch: all of them; a word on in class-``y``
-    events: one run per count it takes), so ``A_y(j)`` is a sum of terms
-    ``f(c, δ_j) = log((a + δ_j) / (b + δ_j))`` with ``a = N₀ − c + α`` and
-    ``b = N₀ + 2α``. Where ``a ≥ δ_m / ρ`` the term is its series in ``δ``::
-
-        f = log(a/b) + Σ_{p≥1} (−1)^{p+1} (δ/s)^p / p · ((s/a)^p − (s/b)^p)
-
-    (``s = δ_m``; :data:`_SERIES_TERMS` terms leave less than 1e-19 per word), so
-    each run adds its ``1 + P`` coefficients to every version it spans (one
-    cumulative sum over versions), and ``A_y(j)`` is one dot product per
-    version. The few runs with a smaller ``a`` (words on in nearly every
-    class-``y`` event) are summed term by term. Version 0 is the learner's own
-    aggregate. Cost: O((runs + versions) × P + near terms), not O(vocabulary
-    × versions).
-    """
-    classes = batch.classes
-    b = batch.b
-    out = np.empty((len(classes.labels), b))
-    cells = 0
-    powers = np.arange(1, _SERIES_TERMS + 1)
-    signs = np.where(powers % 2 == 1, 1.0, -1.0) / powers
-    for k in range(len(classes.labels)):
-        a0 = learner._agg[k]
-        if a0 is None:
-            a0 = learner._aggregate(k, float(n0[k]), alpha)
-        events = classes.rows[classes.k == k]
-        m = len(events)
-        if not m:
-            out[k] = a0
-            continue
-        version = np.searchsorted(events, np.arange(b))  # class-k events before each event
-        n_versions = n_y[k].take(events)  # N_y of versions 0..m-1
-        n_versions = np.append(n_versions, n_versions[-1] + classes.w[events[-1]])
-        start = float(n_versions[0])
-        delta = n_versions - start
-        # --- runs of the words on in class-k events of the batch: one per move c → c + w
-        idx = np.flatnonzero((k_e == k) & (inc > 0))
-        order = np.argsort(batch.tok.take(idx), kind="stable")
-        idx = idx.take(order)
-        tok = batch.tok.take(idx)
-        old = counts[k].take(idx)
-        new = old + inc.take(idx)
-        after = version.take(batch.ev.take(idx)) + 1  # the first version showing the move
-        first = np.ones(len(idx), dtype=bool)
-        first[1:] = tok[1:] != tok[:-1]
-        until = np.full(len(idx), m + 1, dtype=np.intp)
-        until[:-1] = np.where(first[1:], m + 1, after[1:])
-        initial = first & (old > 0)  # the word's run before its first move
-        # --- the words the batch does not touch: the start histogram less the touched
-        hist = learner._hist[k]
-        keys = np.fromiter(hist.keys(), np.float64, len(hist))
-        mult = np.fromiter(hist.values(), np.float64, len(hist))
-        sorter = np.argsort(keys)
-        keys, mult = keys.take(sorter), mult.take(sorter)
-        touched, n_touched = np.unique(old[initial], return_counts=True)
-        at = np.searchsorted(keys, touched)
-        if len(touched) and (at.max() >= len(keys) or not (keys.take(at) == touched).all()):
-            return None  # (the histogram does not hold the counts: not this batch)
-        mult[at] -= n_touched
-        kept = mult > 0
-        c = np.concatenate((keys[kept], old[initial], new))
-        mu = np.concatenate((mult[kept], np.ones(int(initial.sum()) + len(new))))
-        v1 = np.concatenate((np.zeros(int(kept.sum()) + int(initial.sum()), dtype=np.intp), after))
-        v2 = np.concatenate((np.full(int(kept.sum()), m + 1, dtype=np.intp), after[initial], until))
-        # --- far runs: the series; near runs: term by term
-        scale = float(delta[-1])
-        a = (start - c) + alpha
-        far = a >= scale / _SERIES_RATIO
-        a_versions = np.zeros(m + 1)
-        bb = start + 2.0 * alpha
-        if far.any():
-            af, muf = a[far], mu[far]
-            log_ratio = np.log(((start - c[far]) + alpha) / bb)
-            coefficients = np.empty((len(af), _SERIES_TERMS + 1))
-            coefficients[:, 0] = muf * log_ratio
-            r = scale / af
-            term = muf.copy()
-            for p in range(1, _SERIES_TERMS + 1):
-                term *= r
-                coefficients[:, p] = term * -np.expm1(p * log_ratio)
-            # runs over every version add to all; the others from their first
-            # version up to their last (a cumulative sum of steps)
-            v1f, v2f = v1[far], v2[far]
-            whole = (v1f == 0) & (v2f == m + 1)
-            moments = np.empty((m + 1, _SERIES_TERMS + 1))
-            moments[:] = coefficients[whole].sum(axis=0)
-            part = np.flatnonzero(~whole)
-            if len(part):
-                starts, stops = v1f.take(part), v2f.take(part)
-                for p in range(_SERIES_TERMS + 1):
-                    column = coefficients[:, p].take(part)
-                    steps = np.bincount(starts, column, m + 2) - np.bincount(stops, column, m + 2)
-                    moments[:, p] += np.cumsum(steps[: m + 1])
-            x = delta / scale
-            series = (x[:, None] ** powers[None, :]) * signs[None, :]
-            a_versions += moments[:, 0] + (moments[:, 1:] * series).sum(axis=1)
-        near = ~far
-        if near.any():
-            lengths = v2[near] - v1[near]
-            total = int(lengths.sum())
-            cells += total
-            if cells > _MAX_AGGREGATE_CELLS:
-                return None
-            offsets = np.cumsum(lengths) - lengths
-            j = np.repeat(v1[near], lengths) + (np.arange(total) - np.repeat(offsets, lengths))
-            n_j = n_versions.take(j)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                terms = np.repeat(mu[near], lengths) * np.log(
-                    ((n_j - np.repeat(c[near], lengths)) + alpha) / (n_j + 2.0 * alpha)
-                )
-            a_versions += np.bincount(j, weights=terms, minlength=m + 1)
-        a_versions[0] = a0
-        out[k] = a_versions.take(version)
-    return out

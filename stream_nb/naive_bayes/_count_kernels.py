@@ -135,25 +135,23 @@ def complement_kernel(
     known, vocabulary, order = batch.vocabulary(joins, len(learner._counts))
     counts, _, after, changed = batch.prefix(inc, integral)  # K × nnz: N_{j,w} before each entry
     n_w = row_sum(counts.T)  # N_w
-    shifted = n_w + alpha
+    present = counts > 0 if learner.norm else None
+    # C_{j,w} + α: the complement counts (N_w itself where N_{j,w} = 0)
+    complement = np.subtract(n_w[None, :] + alpha, counts, out=counts)
     val = batch.val
     x_known = val if known is None else np.where(known, val, 0.0)
     big_x = batch.per_event(x_known)
-    log_shifted = np.log(shifted)
-    base = batch.per_event(x_known * log_shifted)
-    # d_{j,w} = log((N_w + α) / (C_{j,w} + α)), 0 where N_{j,w} = 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(counts > 0, np.log(shifted[None, :] / (n_w[None, :] - counts + alpha)), 0.0)
-    acc = batch.per_event(x_known * d)
     totals = batch.per_event(val)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     total = row_sum(t_y.T)  # T before each event
     log_den = np.log(total[None, :] - t_y + alpha * vocabulary)
-    jll = acc - base[None, :] + big_x[None, :] * log_den
-    if learner.norm:
+    # ComplementNB's Σ_w x_w d_{j,w} − Σ_w x_w log(N_w + α), d_{j,w} = log((N_w + α)/(C_{j,w} + α))
+    # (0 where N_{j,w} = 0): −Σ_w x_w log(C_{j,w} + α)
+    jll = big_x[None, :] * log_den - batch.per_event(np.log(complement) * x_known)
+    if present is not None:
         h, sum_d, h_end, d_end, updates = _complement_sums(
-            learner, batch, counts, n_w, d, inc, alpha
+            learner, batch, n_w, (complement, present), inc, alpha
         )
         abs_sum = vocabulary * log_den - (h[None, :] - sum_d)
         if not (abs_sum != 0).all():
@@ -173,38 +171,34 @@ def complement_kernel(
 def _complement_sums(
     learner: ComplementNB,
     batch: TokenBatch,
-    counts: np.ndarray,
     n_w: np.ndarray,
-    d: np.ndarray,
+    complement: tuple[np.ndarray, np.ndarray],
     inc: np.ndarray,
     alpha: float,
 ) -> tuple[np.ndarray, np.ndarray, float, list[float], int]:
     """ComplementNB's ``H = Σ_w log(N_w + α)`` and ``D_j = Σ_{w: N_{j,w}>0} d_{j,w}``
     before each event (``B`` and ``K × B``), after the batch, and the number of
-    terms updated: each learned entry changes its token's terms (``d``: the
-    entries' ``d_{j,w}`` before them)."""
+    terms updated, from each learned entry's changes (as ``learn_one`` makes them:
+    a learned weight ``s`` of class ``k`` adds ``δ = log1p(s / (N_w + α))`` to ``H``
+    and ``D_k``, and ``δ − log1p(s / (C_{j,w} + α))`` to ``D_j`` for every other class
+    with ``N_{j,w} > 0``; a new token adds ``log(s + α)`` to ``H``); ``complement``:
+    ``C_{j,w} + α`` before each entry and whether ``N_{j,w} > 0`` (``K × nnz`` each)."""
     if learner._sums_alpha != alpha:
         learner._refresh_sums()
-    n_classes = counts.shape[0]
+    comp_all, present = complement
+    n_classes = comp_all.shape[0]
     d0 = np.zeros(n_classes)
     d0[: len(learner._sum_d)] = learner._sum_d[:n_classes]
     idx = np.flatnonzero(inc)
     step = inc.take(idx)
     before = n_w.take(idx)
-    after = before + step
-    # H: log(N_w + α) grows by log1p(step / (N_w + α)); a new token adds log(step + α)
-    with np.errstate(divide="ignore"):
-        dh = np.where(before > 0, np.log1p(step / (before + alpha)), np.log(step + alpha))
-    # D_j: the token's term for class j after the entry, minus before
-    counts_after = counts.take(idx, axis=1)
-    counts_after[batch.k_e.take(idx), np.arange(len(idx))] += step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(
-            counts_after > 0,
-            np.log((after + alpha)[None, :] / (after[None, :] - counts_after + alpha)),
-            0.0,
-        )
-    dd = term - d.take(idx, axis=1)
+    delta = np.log1p(step / (before + alpha))
+    dh = np.where(before > 0, delta, np.log(step + alpha))
+    k = batch.k_e.take(idx)
+    comp = comp_all.take(idx, axis=1)
+    own = k[None, :] == np.arange(n_classes)[:, None]
+    other = present.take(idx, axis=1) & ~own  # the other classes with N_{j,w} > 0
+    dd = (own | other) * delta[None, :] - np.where(other, np.log1p(step[None, :] / comp), 0.0)
     ev = batch.ev.take(idx)
     dh_event = np.bincount(ev, weights=dh, minlength=batch.b)
     dd_event = np.stack([np.bincount(ev, weights=row, minlength=batch.b) for row in dd])

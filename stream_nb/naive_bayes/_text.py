@@ -384,6 +384,17 @@ class _TokenLearner(Learner):
         self._batch_counts_valid = True
         return store
 
+    def _count_matrix(self) -> Any:
+        """``K × V``: the counts of every token of the vocabulary (in some token order),
+        from the kernels' array while it is current, else from the rows."""
+        store = self._store
+        n_classes = len(self._class_weight)
+        if self._batch_counts_valid and store is not None and store.counts.shape[0] == n_classes:
+            return store.matrix()
+        from stream_nb.naive_bayes._token_store import count_matrix
+
+        return count_matrix(self._counts.values(), n_classes, self._ROW_LAYOUT)
+
     def _drop_store(self) -> None:
         """Free the kernels' array (the rows made fresh first)."""
         self._fresh_rows()

@@ -43,6 +43,7 @@ its errors per event.
 from __future__ import annotations
 
 import math
+from array import array as IntArray
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
@@ -201,15 +202,12 @@ class TokenBatch:
         tok = _coded(code, dicts, nnz)
         new_tokens: list[Hashable] = []
         if nnz and tok.min() < 0:
+            missing = np.flatnonzero(tok < 0)
             keys = list(chain.from_iterable(dicts))
-            local: dict[Hashable, int] = {}
-            for i in np.flatnonzero(tok < 0).tolist():
-                token = keys[i]
-                c = local.get(token)
-                if c is None:
-                    c = local[token] = n_codes + len(new_tokens)
-                    new_tokens.append(token)
-                tok[i] = c
+            unknown = [keys[i] for i in missing.tolist()]
+            new_tokens = list(dict.fromkeys(unknown))  # (in order of appearance)
+            local = dict(zip(new_tokens, range(n_codes, n_codes + len(new_tokens)), strict=True))
+            tok[missing] = np.fromiter(map(local.__getitem__, unknown), np.intp, len(unknown))
             if token_bound_reached(learner, len(new_tokens)):
                 return None
             try:
@@ -385,11 +383,14 @@ def _values(
     past 2**53)."""
     if not nnz:
         return np.zeros(0), True
-    try:
-        # dtype found from the values: numbers and bools only give a numeric array
-        array = np.array(list(chain.from_iterable(map(dict.values, dicts))))
-    except (ValueError, TypeError, OverflowError):
-        return None
+    values = list(chain.from_iterable(map(dict.values, dicts)))
+    try:  # integers (and bools) only: one C-level pass that refuses anything else
+        array = np.frombuffer(IntArray("q", values), np.int64)
+    except (TypeError, OverflowError):
+        try:  # dtype found from the values: numbers and bools only give a numeric array
+            array = np.array(values)
+        except (ValueError, TypeError, OverflowError):
+            return None
     kind = array.dtype.kind
     if array.ndim != 1 or kind not in "biuf":
         return None

@@ -29,13 +29,13 @@ actually stored, are the only layout.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CELLS", "Codes", "TokenStore"]
+__all__ = ["MAX_CELLS", "Codes", "TokenStore", "count_matrix"]
 
 #: Most cells (classes × tokens) of a store's array: 2**24 float64, 128 MiB. Past it
 #: the batch kernels decline (the per-event rows hold the counts alone).
@@ -100,21 +100,14 @@ class TokenStore:
         self.code = Codes(zip(rows, range(len(rows)), strict=True))
         self.tokens = list(rows)
         n = len(self.tokens)
-        counts = np.zeros((n_classes, _capacity(n)))
-        if n:
-            lists = list(rows.values())
-            lengths = np.fromiter(map(len, lists), np.intp, n)
-            total = int(lengths.sum())
-            flat = np.fromiter(chain.from_iterable(lists), np.float64, total)
-            within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            columns = np.repeat(np.arange(n), lengths)
-            offset, stride = self.offset, self.stride
-            keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
-            k = (within.take(keep) - offset) // stride
-            counts[k, columns.take(keep)] = flat.take(keep)
+        counts = count_matrix(rows.values(), n_classes, (self.offset, self.stride), _capacity(n))
         self.counts = counts
         self.dirty = np.zeros(counts.shape[1], dtype=bool)
         self.n_dirty = 0
+
+    def matrix(self) -> np.ndarray:
+        """``K × n_codes``: the counts of the coded tokens (a view)."""
+        return self.counts[:, : self.n_codes]
 
     def reserve(self, n_columns: int) -> None:
         """Make room for ``n_columns`` codes (new columns zero)."""
@@ -151,6 +144,36 @@ class TokenStore:
         self.n_dirty = 0
         tokens = self.tokens
         return [tokens[c] for c in codes.tolist()], self.counts.take(codes, axis=1)
+
+
+def count_matrix(
+    rows: Collection[Sequence[float]],
+    n_classes: int,
+    layout: tuple[int, int] = (0, 1),
+    columns: int | None = None,
+) -> np.ndarray:
+    """``K × columns`` (default: one per row): the counts held in per-token ``rows``,
+    class ``k``'s at ``offset + stride × k`` of a row (``layout``); missing counts 0.
+
+    Examples
+    --------
+    >>> count_matrix([[1.0, 2.0], [3.0]], 2).tolist()
+    [[1.0, 3.0], [2.0, 0.0]]
+    """
+    n = len(rows)
+    counts = np.zeros((n_classes, n if columns is None else columns))
+    if n:
+        lists = list(rows)
+        lengths = np.fromiter(map(len, lists), np.intp, n)
+        total = int(lengths.sum())
+        flat = np.fromiter(chain.from_iterable(lists), np.float64, total)
+        within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        index = np.repeat(np.arange(n), lengths)
+        offset, stride = layout
+        keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
+        k = (within.take(keep) - offset) // stride
+        counts[k, index.take(keep)] = flat.take(keep)
+    return counts
 
 
 def _capacity(n: int) -> int:
