@@ -401,7 +401,7 @@ def _values(
         if not counts and kind in "iu" and not (np.abs(val) <= _EXACT_INTEGERS).all():
             return None  # (compared with a threshold: exact below 2**53 only)
         return val, True
-    val = array
+    val = array.astype(np.float64, copy=False)
     if counts:
         if not ((val >= 0.0) & (val <= MAX_VALUE)).all():
             return None  # negative, or beyond the limits: rejected per event
