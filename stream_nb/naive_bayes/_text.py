@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from stream_nb._state import (
 from stream_nb._stores import OTHER, add_scaled, n_real, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.base import Learner
 from stream_nb.limits import MAX_VALUE, value_out_of_range
+from stream_nb.naive_bayes._token_store import MAX_BATCH_CELLS, MAX_CELLS
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes._token_store import TokenStore
@@ -363,11 +364,15 @@ class _TokenLearner(Learner):
     # ------------------------------------------------------------------ the kernels' array
     #: Where a row holds class ``k``'s count: at ``offset + stride × k``.
     _ROW_LAYOUT = (0, 1)
+    #: Most cells (classes × tokens) of the kernels' array; past it the kernels decline
+    #: every batch and no array is kept (see :mod:`~stream_nb.naive_bayes._token_store`).
+    _ARRAY_CELLS: ClassVar[int] = MAX_CELLS
+    #: Most cells (classes × entries) of a batch the kernels take.
+    _BATCH_CELLS: ClassVar[int] = MAX_BATCH_CELLS
 
     def _ready_store(self) -> TokenStore | None:
         """The kernels' array of the counts, rebuilt from the rows if anything else
         changed them since; ``None`` past its size bound."""
-        from stream_nb.naive_bayes._token_store import MAX_CELLS
         from stream_nb.naive_bayes._token_store import TokenStore as Store
 
         n_classes = len(self._class_weight)
@@ -375,7 +380,7 @@ class _TokenLearner(Learner):
         if self._batch_counts_valid and store is not None and store.counts.shape[0] == n_classes:
             return store
         self._fresh_rows()
-        if n_classes * len(self._counts) > MAX_CELLS:
+        if n_classes * len(self._counts) > self._ARRAY_CELLS:
             self._drop_store()
             return None
         if store is None:

@@ -36,8 +36,8 @@ bounds that the batch could reach, a value that is not a number (``int``,
 :data:`~stream_nb.limits.MAX_VALUE`, a weight outside the limits, a score beyond
 the double range, a model past the array's size bound
 (:data:`~stream_nb.naive_bayes._token_store.MAX_CELLS`) or a batch past
-:data:`MAX_BATCH_CELLS`. The per-event path then handles the batch and raises
-its errors per event.
+:data:`~stream_nb.naive_bayes._token_store.MAX_BATCH_CELLS`. The per-event path then
+handles the batch and raises its errors per event.
 """
 
 from __future__ import annotations
@@ -64,13 +64,12 @@ from stream_nb.naive_bayes._arrays import (
     row_sum,
     running_from,
 )
-from stream_nb.naive_bayes._token_store import MAX_CELLS, Codes, TokenStore
+from stream_nb.naive_bayes._token_store import Codes, TokenStore
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes._text import _TokenLearner
 
 __all__ = [
-    "MAX_BATCH_CELLS",
     "MIN_BATCH",
     "KernelResult",
     "TokenBatch",
@@ -83,9 +82,6 @@ __all__ = [
 
 #: Below this many events the per-event loop is cheaper than the kernel's fixed cost.
 MIN_BATCH = 64
-
-#: Most cells (classes × entries) of a batch's arrays: 2**22 float64, 32 MiB each.
-MAX_BATCH_CELLS = 1 << 22
 
 #: Sums of integral counts below this are exact in float64.
 _EXACT_INTEGERS = 2.0**53
@@ -186,7 +182,7 @@ class TokenBatch:
         lens = np.fromiter(map(len, dicts), np.intp, b)
         nnz = int(lens.sum())
         n_classes = len(classes.labels)
-        if n_classes * nnz > MAX_BATCH_CELLS:
+        if n_classes * nnz > learner._BATCH_CELLS:
             return None
         values = _values(dicts, nnz, counts)
         if values is None:
@@ -199,22 +195,22 @@ class TokenBatch:
             return None
         code = store.code
         n_codes = store.n_codes
+        code.missing = []
         tok = _coded(code, dicts, nnz)
         new_tokens: list[Hashable] = []
-        if nnz and tok.min() < 0:
-            missing = np.flatnonzero(tok < 0)
-            keys = list(chain.from_iterable(dicts))
-            unknown = [keys[i] for i in missing.tolist()]
+        unknown = code.missing  # (the entries coded -1, in order)
+        if unknown:
+            code.missing = []
             new_tokens = list(dict.fromkeys(unknown))  # (in order of appearance)
             local = dict(zip(new_tokens, range(n_codes, n_codes + len(new_tokens)), strict=True))
-            tok[missing] = np.fromiter(map(local.__getitem__, unknown), np.intp, len(unknown))
+            tok[tok < 0] = np.fromiter(map(local.__getitem__, unknown), np.intp, len(unknown))
             if token_bound_reached(learner, len(new_tokens)):
                 return None
             try:
                 check_feature_names(new_tokens)
             except InvalidEventError:
                 return None
-            if n_classes * (n_codes + len(new_tokens)) > MAX_CELLS:
+            if n_classes * (n_codes + len(new_tokens)) > learner._ARRAY_CELLS:
                 learner._drop_store()
                 return None
             store.reserve(n_codes + len(new_tokens))
@@ -359,7 +355,9 @@ class TokenBatch:
             learner._add_stale_tokens(joined)
         where = np.flatnonzero(changed)
         touched = codes.take(where)
-        store.counts[:, touched] = after.take(where, axis=1)
+        values = after.take(where, axis=1)
+        for row, new_values in zip(store.counts, values, strict=True):  # (1-D: faster)
+            row[touched] = new_values
         store.mark(touched)
         if self.new_tokens:
             store.mark(np.arange(n_codes, store.n_codes))

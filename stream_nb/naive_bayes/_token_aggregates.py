@@ -41,7 +41,7 @@ MAX_AGGREGATE_CELLS = 1 << 22
 
 #: A segment of versions spans at most ``N / _SEGMENT_SPAN`` of weight (``N``: the class
 #: weight at its start), and at least :data:`_MIN_SEGMENT` versions.
-_SEGMENT_SPAN = 16.0
+_SEGMENT_SPAN = 10.0
 _MIN_SEGMENT = 16
 
 #: A term is far when ``δ_m / a`` is at most this, and its series has this many terms:
@@ -72,6 +72,16 @@ def _series(a: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:
         term *= r
         missing += power * gap
         power *= q
+    return out
+
+
+def _polynomial(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``Σ_p coefficients[p] x^p`` at every ``x`` (Horner's rule; a coefficient is one
+    number or one per ``x``)."""
+    out = np.broadcast_to(coefficients[-1], x.shape).copy()
+    for c in coefficients[-2::-1]:
+        out *= x
+        out += c
     return out
 
 
@@ -187,7 +197,6 @@ def _segment(
     m1 = len(delta)
     scale = float(delta[-1])
     x = delta / scale
-    powers = x[None, :] ** _POWERS[:, None]  # P × (m + 1)
     out = np.full(m1, a0)
     # --- the words at their start counts: Σ_c H[c] (f(c, N₀ + δ_j) − f(c, N₀))
     counts, words = histogram
@@ -195,7 +204,7 @@ def _segment(
     b = np.full(len(a), start + 2.0 * alpha)
     far = a >= scale / _SERIES_RATIO
     coefficients = _series(a[far], b[far], scale)
-    out += (coefficients[1:] @ words[far]) @ powers
+    out += _polynomial(coefficients[1:] @ words[far], x) * x
     near = ~far
     if near.any():
         if int(near.sum()) * m1 > MAX_AGGREGATE_CELLS:
@@ -223,7 +232,7 @@ def _segment(
         sums = np.zeros((_SERIES_TERMS + 1, m1))
         sums[:, versions.take(first)] = np.add.reduceat(table.take(inverse, axis=1), first, axis=1)
         np.cumsum(sums, axis=1, out=sums)
-        out += sums[0] + (sums[1:] * powers).sum(axis=0)
+        out += sums[0] + _polynomial(sums[1:], x) * x
     near = ~far
     if near.any():
         moved = _near_moves(c[near], w[near], after[near], word[near], a[near], b[near], delta)

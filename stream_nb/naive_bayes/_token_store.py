@@ -35,27 +35,38 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CELLS", "Codes", "TokenStore", "count_matrix"]
+__all__ = ["MAX_BATCH_CELLS", "MAX_CELLS", "Codes", "TokenStore", "count_matrix"]
 
 #: Most cells (classes × tokens) of a store's array: 2**24 float64, 128 MiB. Past it
 #: the batch kernels decline (the per-event rows hold the counts alone).
 MAX_CELLS = 1 << 24
 
+#: Most cells (classes × entries) of a batch's arrays: 2**22 float64, 32 MiB each.
+MAX_BATCH_CELLS = 1 << 22
+
 
 class Codes(dict[Hashable, int]):
     """Token -> code, with ``-1`` for a token without one: ``operator.itemgetter`` codes a
-    whole batch in one C-level call (a missing key calls :meth:`__missing__`).
+    whole batch in one C-level call (a missing key calls :meth:`__missing__`, which
+    notes it in :attr:`missing`, in order).
 
     Examples
     --------
     >>> from operator import itemgetter
-    >>> itemgetter("a", "z", "b")(Codes(a=0, b=1))
-    (0, -1, 1)
+    >>> codes = Codes(a=0, b=1)
+    >>> itemgetter("a", "z", "b", "y")(codes), codes.missing
+    ((0, -1, 1, -1), ['z', 'y'])
     """
 
-    __slots__ = ()
+    __slots__ = ("missing",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The keys looked up and not found since this list was last replaced.
+        self.missing: list[Hashable] = []
 
     def __missing__(self, key: Hashable) -> int:
+        self.missing.append(key)
         return -1
 
 
