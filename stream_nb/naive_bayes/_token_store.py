@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_BATCH_CELLS", "MAX_CELLS", "Codes", "TokenStore", "count_matrix"]
+__all__ = ["MAX_BATCH_CELLS", "MAX_CELLS", "Codes", "TokenStore", "count_matrix", "trimmed_rows"]
 
 #: Most cells (classes × tokens) of a store's array: 2**24 float64, 128 MiB. Past it
 #: the batch kernels decline (the per-event rows hold the counts alone).
@@ -185,6 +185,24 @@ def count_matrix(
         k = (within.take(keep) - offset) // stride
         counts[k, index.take(keep)] = flat.take(keep)
     return counts
+
+
+def trimmed_rows(columns: np.ndarray) -> list[list[float]]:
+    """The ``K × n`` counts as ``n`` rows, each cut after its last non-zero count (a
+    count row is only as long as the highest class that counted the token).
+
+    Examples
+    --------
+    >>> trimmed_rows(np.array([[1.0, 0.0, 0.0], [2.0, 3.0, 0.0]]))
+    [[1.0, 2.0], [0.0, 3.0], []]
+    """
+    n_classes = columns.shape[0]
+    nonzero = columns != 0
+    lengths = (n_classes - np.argmax(nonzero[::-1], axis=0)) * nonzero.any(axis=0)
+    out: list[list[float]] = columns.T.tolist()
+    for i in np.flatnonzero(lengths < n_classes).tolist():
+        del out[i][lengths[i] :]
+    return out
 
 
 def _capacity(n: int) -> int:
