@@ -136,8 +136,10 @@ def complement_kernel(
     counts, _, after, changed = batch.prefix(inc, integral)  # K × nnz: N_{j,w} before each entry
     n_w = row_sum(counts.T)  # N_w
     present = counts > 0 if learner.norm else None
-    # C_{j,w} + α: the complement counts (N_w itself where N_{j,w} = 0)
-    complement = np.subtract(n_w[None, :] + alpha, counts, out=counts)
+    # C_{j,w} + α: the complement counts (N_w itself where N_{j,w} = 0), N_w − N_{j,w}
+    # first (as learn_one), so a small α is not lost next to large counts
+    complement = np.subtract(n_w[None, :], counts, out=counts)
+    complement += alpha
     val = batch.val
     x_known = val if known is None else np.where(known, val, 0.0)
     big_x = batch.per_event(x_known)

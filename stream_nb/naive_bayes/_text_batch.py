@@ -324,7 +324,7 @@ class TokenBatch:
         else:
             learned = (k_s[None, :] == classes) * inc_s
             idx = np.flatnonzero(inc_s)
-            before = _run_scan(learned, runs, lengths) - learned
+            before = _exclusive_run_scan(learned, runs, lengths)
             before += np.repeat(start, lengths, axis=1)
             after = _sequential_sums(start, learned, k_s, idx, runs, lengths)
         unsort = np.empty_like(order)
@@ -408,16 +408,20 @@ def _values(
     return val, bool((val == np.floor(val)).all())
 
 
-def _run_scan(a: np.ndarray, runs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Inclusive cumulative sums of the ``K × n`` array ``a`` within each run of
-    columns (runs start at ``runs``), by doubling: no run's sums carry another's."""
+def _exclusive_run_scan(a: np.ndarray, runs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Exclusive cumulative sums of the ``K × n`` array ``a`` within each run of columns
+    (runs start at ``runs``): column ``i`` holds the sum of the run's columns before it,
+    summed by doubling (no run's sums carry another's, and no column's own value is
+    added then taken off: a large one would cancel the others' digits)."""
     n = a.shape[1]
     position = np.arange(n) - np.repeat(runs, lengths)
-    out = a.copy()
+    out = np.zeros_like(a)
+    inner = np.flatnonzero(position > 0)
+    out[:, inner] = a[:, inner - 1]  # (the previous column of the same run)
     shift = 1
     longest = int(lengths.max(initial=0))
-    while shift < longest:
-        cols = np.flatnonzero(position >= shift)
+    while shift < longest - 1:
+        cols = np.flatnonzero(position > shift)
         out[:, cols] += out[:, cols - shift]
         shift *= 2
     return out
