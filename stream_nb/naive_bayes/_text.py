@@ -247,10 +247,9 @@ class _TokenLearner(Learner):
         self._batch_counts_valid = False
 
     def _add_stale_tokens(self, tokens: Sequence[Any]) -> None:
-        """Add tokens a kernel learned first to the vocabulary, their rows stale."""
-        rows = self._counts
-        for token in tokens:
-            rows[token] = []
+        """Add tokens a kernel learned first to the vocabulary, their rows stale (``None``
+        until rebuilt: every reader of a row calls :meth:`_fresh_rows` first)."""
+        self._counts.update(dict.fromkeys(tokens))
 
     def _fresh_rows(self) -> None:
         """Rebuild the rows a kernel left stale (see the class docstring)."""

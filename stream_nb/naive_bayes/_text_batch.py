@@ -147,9 +147,9 @@ class TokenBatch:
         self.val = val
         self.n_codes = store.n_codes
         self.new_tokens = new_tokens
-        self.ev = np.repeat(np.arange(b), lens)
+        self.ev = np.arange(b).repeat(lens)
         # reduceat needs every event to have an entry; otherwise per_event uses bincount
-        self.starts = np.cumsum(lens) - lens if lens.all() else None
+        self.starts = lens.cumsum() - lens if lens.all() else None
         k_of_event = np.full(b, -1, dtype=np.intp)
         k_of_event[classes.rows] = classes.k
         self.k_e = k_of_event.take(self.ev)
@@ -267,7 +267,7 @@ class TokenBatch:
             tok = self.tok
             n = self.n_codes + len(self.new_tokens)
             if n <= _RADIX_CODES:
-                order = np.argsort(tok.astype(np.uint16), kind="stable")
+                order = tok.astype(np.uint16).argsort(kind="stable")
             else:  # codes of this batch only, so that they sort as uint16 if they can
                 present = np.zeros(n, dtype=bool)
                 present[tok] = True
@@ -305,7 +305,6 @@ class TokenBatch:
         inc_s = inc.take(order)
         k_s = self.k_e.take(order)
         start = self.store.counts.take(ts.take(runs), axis=1)  # K × runs: counts at the start
-        changed = np.add.reduceat(inc_s, runs) > 0 if nnz else np.zeros(0, dtype=bool)
         classes = np.arange(n_classes)[:, None]
         if (
             integral
@@ -315,20 +314,21 @@ class TokenBatch:
             # every partial sum of a run is an exact integer: int64 sums (exact, and
             # several times faster than float64 cumulative sums)
             learned_i = (k_s[None, :] == classes) * inc_s.astype(np.int64)
-            inclusive = np.cumsum(learned_i, axis=1)
+            inclusive = learned_i.cumsum(axis=1)
             base = inclusive.take(runs, axis=1) - learned_i.take(runs, axis=1)
             before_i = inclusive - learned_i
-            before_i += np.repeat(start.astype(np.int64) - base, lengths, axis=1)
+            before_i += (start.astype(np.int64) - base).repeat(lengths, axis=1)
             before = before_i.astype(np.float64)
             after = start + (inclusive.take(runs + lengths - 1, axis=1) - base)
         else:
             learned = (k_s[None, :] == classes) * inc_s
             idx = np.flatnonzero(inc_s)
             before = _exclusive_run_scan(learned, runs, lengths)
-            before += np.repeat(start, lengths, axis=1)
+            before += start.repeat(lengths, axis=1)
             after = _sequential_sums(start, learned, k_s, idx, runs, lengths)
         unsort = np.empty_like(order)
         unsort[order] = np.arange(nnz)
+        changed = (after != start).any(axis=0)  # (a learned weight is positive)
         return before.take(unsort, axis=1), start, after, changed
 
     def write(

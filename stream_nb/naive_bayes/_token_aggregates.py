@@ -22,7 +22,8 @@ Every such term is ``log((a + δ_j) / (b + δ_j))`` for constants ``a < b``. Whe
 
 (:data:`_SERIES_TERMS` terms leave less than 1e-19 per term), so a sum of far
 terms is a polynomial in ``x_j`` whose coefficients add up: the start histogram's
-once, the moves' as cumulative sums over the moves in version order. The other
+once per distinct count, the moves' summed per version and cumulated over the
+versions. The other
 (*near*) terms, of words on in nearly every class-``y`` event, are computed one
 by one at every version, grouped by word or by ``(c, w)``, whichever gives fewer
 cells. Cost per class: O(distinct counts × P + moves × P + near cells), not
@@ -48,6 +49,9 @@ _MIN_SEGMENT = 16
 #: ``ratio**(terms + 1) / (terms + 1)`` is below 1e-19.
 _SERIES_RATIO = 0.125
 _SERIES_TERMS = 19
+
+#: Near moves of at most this many words are summed by word.
+_FEW_WORDS = 64
 
 _POWERS = np.arange(1, _SERIES_TERMS + 1)
 _SIGNS = np.where(_POWERS % 2 == 1, 1.0, -1.0) / _POWERS
@@ -221,16 +225,13 @@ def _segment(
     b = np.where(on_before, (start - c) + alpha, start + 2.0 * alpha)
     far = a >= scale / _SERIES_RATIO
     if far.any():
-        n_kinds, inverse = _kinds(c[far], w[far])
-        representative = np.zeros(n_kinds, dtype=np.intp)
-        representative[inverse] = np.flatnonzero(far)
-        table = _series(a.take(representative), b.take(representative), scale)
+        table = _series(a[far], b[far], scale)
         # each version's moves' coefficients (moves are in version order), summed
         # up to every version
         versions = after[far]
         first = np.flatnonzero(np.diff(versions, prepend=-1))
         sums = np.zeros((_SERIES_TERMS + 1, m1))
-        sums[:, versions.take(first)] = np.add.reduceat(table.take(inverse, axis=1), first, axis=1)
+        sums[:, versions.take(first)] = np.add.reduceat(table, first, axis=1)
         np.cumsum(sums, axis=1, out=sums)
         out += sums[0] + _polynomial(sums[1:], x) * x
     near = ~far
@@ -257,7 +258,8 @@ def _near_moves(
     grows), by kind, ``n_κ(j) (f(c + w, N_j) − f(c, N_j))``."""
     m1 = len(delta)
     words, by_word = np.unique(word, return_inverse=True)
-    n_kinds, by_kind = _kinds(c, w)
+    # (a few words: by word without counting the kinds)
+    n_kinds, by_kind = _kinds(c, w) if len(words) > _FEW_WORDS else (len(c) + 1, by_word)
     if min(len(words), n_kinds) * m1 > MAX_AGGREGATE_CELLS:
         return None
     if n_kinds <= len(words):

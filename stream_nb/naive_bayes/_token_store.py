@@ -135,10 +135,8 @@ class TokenStore:
 
     def add(self, tokens: Sequence[Hashable]) -> None:
         """Code ``tokens`` (none of which has a code), in order."""
-        code = self.code
         n = len(self.tokens)
-        for c, token in enumerate(tokens, n):
-            code[token] = c
+        self.code.update(zip(tokens, range(n, n + len(tokens)), strict=True))
         self.tokens.extend(tokens)
 
     def mark(self, codes: np.ndarray) -> None:
