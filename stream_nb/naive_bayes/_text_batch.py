@@ -46,7 +46,6 @@ import math
 from array import array as IntArray
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -365,10 +364,8 @@ class TokenBatch:
 
 
 def _coded(code: Codes, dicts: Sequence[dict[Any, Any]], nnz: int) -> np.ndarray:
-    """The code of every entry's token, in entry order (``-1``: no code yet)."""
-    if nnz > 1:  # (one C-level call; itemgetter of one key gives the value, not a tuple)
-        codes = itemgetter(*chain.from_iterable(dicts))(code)
-        return np.fromiter(codes, np.intp, nnz)
+    """The code of every entry's token, in entry order (``-1``: no code yet), in one
+    C-level loop."""
     return np.fromiter(map(code.__getitem__, chain.from_iterable(dicts)), np.intp, nnz)
 
 

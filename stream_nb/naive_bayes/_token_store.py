@@ -46,16 +46,15 @@ MAX_BATCH_CELLS = 1 << 22
 
 
 class Codes(dict[Hashable, int]):
-    """Token -> code, with ``-1`` for a token without one: ``operator.itemgetter`` codes a
-    whole batch in one C-level call (a missing key calls :meth:`__missing__`, which
-    notes it in :attr:`missing`, in order).
+    """Token -> code, with ``-1`` for a token without one, so that a batch's tokens are
+    coded by one C-level ``map`` of ``__getitem__`` (a missing key calls
+    :meth:`__missing__`, which notes it in :attr:`missing`, in order).
 
     Examples
     --------
-    >>> from operator import itemgetter
     >>> codes = Codes(a=0, b=1)
-    >>> itemgetter("a", "z", "b", "y")(codes), codes.missing
-    ((0, -1, 1, -1), ['z', 'y'])
+    >>> list(map(codes.__getitem__, ["a", "z", "b", "y"])), codes.missing
+    ([0, -1, 1, -1], ['z', 'y'])
     """
 
     __slots__ = ("missing",)
