@@ -12,7 +12,7 @@ handles it per event.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 from stream_nb.engine.events import EventDecoder
@@ -86,21 +86,26 @@ def rows_of(
             ids = [o.pop(id_field, None) for o in objs]
         if weight_field is not None:
             raw_ws = [o.pop(weight_field, None) for o in objs]
-        xs = []
-        add = xs.append
-        for o in objs:
-            if shape != "flat" and features_field in o:
-                x = o[features_field]
-                if type(x) is dict:
-                    if len(o) != 1:
-                        return None  # other top-level keys beside the features object
-                    add(x)
-                    continue
-                if shape == "nested":
+        if shape == "flat" or (
+            shape == "auto" and not any(map(dict.__contains__, objs, repeat(features_field)))
+        ):
+            xs = objs  # flat events: each object is its features
+        else:
+            xs = []
+            add = xs.append
+            for o in objs:
+                if features_field in o:
+                    x = o[features_field]
+                    if type(x) is dict:
+                        if len(o) != 1:
+                            return None  # other top-level keys beside the features object
+                        add(x)
+                        continue
+                    if shape == "nested":
+                        return None
+                elif shape == "nested":
                     return None
-            elif shape == "nested":
-                return None
-            add(o)
+                add(o)
     if not all(xs):
         return None  # an event without features (label-only, or rejected)
     fields = scalar_fields(ys, ids, raw_ws, b)

@@ -3,37 +3,30 @@
 See :mod:`~stream_nb.naive_bayes._text_batch` for what the kernels share.
 
 Both read the same prefix counts of the batch's entries; each applies its
-learner's formulas to every (class, event) at once and writes the counts after
-the batch back (MultinomialNB with its ``log1p(N/α)`` cache, computed with
-``math.log1p`` as ``learn_one`` computes it). ComplementNB with ``norm=True``
-also needs the sums ``H`` and ``D_y`` before every event: each learned entry
-changes its token's terms, and those changes are prefix-summed over the events.
+learner's formulas to every (class, event) at once and stores the counts after
+the batch in the learner's array (MultinomialNB's ``log1p(N/α)`` cache is
+rebuilt with the rows, when something next reads them). ComplementNB with
+``norm=True`` also needs the sums ``H`` and ``D_y`` before every event: each
+learned entry changes its token's terms, and those changes are prefix-summed
+over the events.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
-from itertools import repeat
-from operator import mul
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stream_nb._mle import resolve_zero_terms
-from stream_nb.naive_bayes._arrays import exclusive_cumsum, row_sum
+from stream_nb.naive_bayes._arrays import exact_integer_sums, exclusive_cumsum, row_sum
 from stream_nb.naive_bayes._text_batch import (
-    COUNT_TYPES,
     KernelResult,
     TokenBatch,
-    TokenCodes,
     add_class_weights,
     class_tokens_prefix,
-    count_totals,
-    learned_counts,
     log_prior,
     normalise,
-    write_counts,
 )
 
 if TYPE_CHECKING:
@@ -43,9 +36,24 @@ if TYPE_CHECKING:
 __all__ = ["complement_kernel", "multinomial_kernel"]
 
 
+def _learned(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Each entry's learned weight (``count × w`` for a positive count of a labelled
+    event, else 0), which entries learn their token into the vocabulary, and whether
+    every learned weight is an integer."""
+    classes = batch.classes
+    val = batch.val
+    positive = val > 0
+    if classes.n_labelled == batch.b:
+        joins = positive
+        inc = val if classes.unit else val * classes.w.take(batch.ev)
+    else:
+        joins = positive & (batch.k_e >= 0)
+        inc = np.where(joins, val * classes.w.take(batch.ev), 0.0)
+    return inc, joins, batch.integral and (classes.unit or exact_integer_sums(classes.w))
+
+
 def multinomial_kernel(
     learner: MultinomialNB,
-    codes: TokenCodes,
     xs: Sequence[Mapping[Any, Any]],
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
@@ -54,70 +62,36 @@ def multinomial_kernel(
     formulas (see the module docstring), or ``None``."""
     if learner.class_prior is not None:
         return None
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, COUNT_TYPES, layout=(2, 2))
+    batch = TokenBatch.of(learner, xs, ys, ws, counts=True)
     if batch is None:
         return None
     classes = batch.classes
     alpha = learner.alpha / learner._scale
-    k_e = batch.event_class()
-    inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(inc > 0))
-    vocabulary = len(learner._counts) + added
-    c0 = batch.c0
-    counts = batch.prefix(c0, inc)
-    x_known = np.where(known, batch.val, 0.0)
-    totals = count_totals(batch, xs)
+    inc, joins, integral = _learned(batch)
+    known, vocabulary, order = batch.vocabulary(joins, len(learner._counts))
+    counts, _, after, changed = batch.prefix(inc, integral)
+    val = batch.val
+    x_known = val if known is None else np.where(known, val, 0.0)
+    totals = batch.per_event(val)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     if alpha == 0:
         jll = _multinomial_mle(batch, counts, x_known, t_y, log_prior(learner, classes, 0.0))
     else:
-        # Σ_w x_w log1p(N_{y,w}/α) + X (log α − log(T_y + αV)), as MultinomialNB
-        acc = batch.per_event_classes(x_known[None, :] * np.log1p(counts * (1.0 / alpha)))
+        # Σ_w x_w log((N_{y,w} + α) / (T_y + αV)) = Σ_w x_w log(N_{y,w} + α) − X log(T_y + αV)
+        # (MultinomialNB's log1p(N_{y,w}/α) + X log α, with the log α folded in)
+        counts += alpha
+        acc = batch.per_event(np.log(counts, out=counts) * x_known)
         big_x = batch.per_event(x_known)
         with np.errstate(divide="ignore"):
-            log_den = np.log(t_y + alpha * vocabulary[None, :])
-        term = np.where(big_x > 0, big_x, 0.0)[None, :] * (math.log(alpha) - log_den)
-        jll = log_prior(learner, classes, alpha) + acc + np.where(big_x > 0, term, 0.0)
+            log_den = np.log(t_y + alpha * vocabulary)
+        term = np.where(big_x > 0, big_x, 0.0) * log_den
+        jll = log_prior(learner, classes, alpha) + acc - np.where(big_x > 0, term, 0.0)
     result = normalise(jll, classes.labels)
     if result is None:
         return None
-    # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    tokens = batch.tokens
-    rows = cast(dict[Any, list[float]], learner._counts)
-    for u in order:
-        rows[tokens[u]] = [1.0]
-    log1p = math.log1p
-    inv_alpha = learner._inv_alpha
-    cache = learner._cache_logs
-    if pairs is not None:
-        us, ks, ns = pairs
-        slots = [2 * k + 2 for k in ks]  # N_{k,w}; its log1p(N/α) sits just before
-        # (math.log1p, as learn_one: numpy's may differ in the last bit)
-        logs = map(log1p, map(mul, ns, repeat(inv_alpha))) if cache else repeat(0.0)
-        learned_rows = map(rows.__getitem__, map(tokens.__getitem__, us))
-        for row, i, n, lg in zip(learned_rows, slots, ns, logs):  # noqa: B905
-            try:
-                row[i] = n
-            except IndexError:
-                row.extend([0.0] * (i + 1 - len(row)))
-                row[i] = n
-            if cache:
-                row[i - 1] = lg
-        codes.learned(batch, order, pairs)
-    else:  # one entry at a time, in event order, as learn_one adds them
-        for e in np.flatnonzero(inc).tolist():
-            row = rows[tokens[batch.tok[e]]]
-            i = 2 * int(k_e[e]) + 2
-            if len(row) <= i:
-                row.extend([0.0] * (i + 1 - len(row)))
-            n = row[i] = row[i] + float(batch.val[e]) * float(classes.w[batch.ev[e]])
-            if cache:
-                row[i - 1] = log1p(n * inv_alpha)
-        codes.add([tokens[u] for u in order])
-        learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)
-    add_class_weights(learner, ys, ws, totals)
+    batch.write(learner, after, order, changed)
+    add_class_weights(learner, batch, ys, ws, totals, xs)
     return result
 
 
@@ -135,66 +109,62 @@ def _multinomial_mle(
     ruled out: :func:`normalise` then hands the batch to the per-event path)."""
     positive = counts > 0.0
     x_positive = np.where(positive, x_known[None, :], 0.0)
-    finite = batch.per_event_classes(x_positive * np.log(np.where(positive, counts, 1.0)))
-    x_y = batch.per_event_classes(x_positive)
+    finite = batch.per_event(x_positive * np.log(np.where(positive, counts, 1.0)))
+    x_y = batch.per_event(x_positive)
     finite -= x_y * np.log(np.where(x_y > 0, t_y, 1.0))
     zero = (x_known > 0)[None, :] & ~positive
-    zeros = batch.per_event_classes(zero.astype(np.float64))
+    zeros = batch.per_event(zero.astype(np.float64))
     resolved: np.ndarray = resolve_zero_terms((prior + finite).T, zeros.T).T
     return resolved
 
 
 def complement_kernel(
     learner: ComplementNB,
-    codes: TokenCodes,
     xs: Sequence[Mapping[Any, Any]],
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
 ) -> KernelResult | None:
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.ComplementNB`'s
     formulas (``norm`` either way; see the module docstring), or ``None``."""
-    batch = TokenBatch.of(learner, codes, xs, ys, ws, COUNT_TYPES)
+    batch = TokenBatch.of(learner, xs, ys, ws, counts=True)
     if batch is None:
         return None
     classes = batch.classes
     alpha = learner.alpha / learner._scale
-    k_e = batch.event_class()
-    inc = np.where((k_e >= 0) & (batch.val > 0), batch.val * classes.w.take(batch.ev), 0.0)
-    known, added, order = batch.known(batch.first_learned(inc > 0))
-    vocabulary = len(learner._counts) + added  # V before each event
-    c0 = batch.c0
-    counts = batch.prefix(c0, inc)  # K × nnz: N_{j,w} before each entry
+    inc, joins, integral = _learned(batch)
+    known, vocabulary, order = batch.vocabulary(joins, len(learner._counts))
+    counts, _, after, changed = batch.prefix(inc, integral)  # K × nnz: N_{j,w} before each entry
     n_w = row_sum(counts.T)  # N_w
-    shifted = n_w + alpha
-    x_known = np.where(known, batch.val, 0.0)
+    present = counts > 0 if learner.norm else None
+    # C_{j,w} + α: the complement counts (N_w itself where N_{j,w} = 0), N_w − N_{j,w}
+    # first (as learn_one), so a small α is not lost next to large counts
+    complement = np.subtract(n_w[None, :], counts, out=counts)
+    complement += alpha
+    val = batch.val
+    x_known = val if known is None else np.where(known, val, 0.0)
     big_x = batch.per_event(x_known)
-    base = batch.per_event(x_known * np.log(shifted))
-    # d_{j,w} = log((N_w + α) / (C_{j,w} + α)), 0 where N_{j,w} = 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(counts > 0, np.log(shifted[None, :] / (n_w[None, :] - counts + alpha)), 0.0)
-    acc = batch.per_event_classes(x_known[None, :] * d)
-    totals = count_totals(batch, xs)
+    totals = batch.per_event(val)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     total = row_sum(t_y.T)  # T before each event
-    log_den = np.log(total[None, :] - t_y + alpha * vocabulary[None, :])
-    jll = acc - base[None, :] + big_x[None, :] * log_den
-    if learner.norm:
+    log_den = np.log(total[None, :] - t_y + alpha * vocabulary)
+    # ComplementNB's Σ_w x_w d_{j,w} − Σ_w x_w log(N_w + α), d_{j,w} = log((N_w + α)/(C_{j,w} + α))
+    # (0 where N_{j,w} = 0): −Σ_w x_w log(C_{j,w} + α)
+    jll = big_x[None, :] * log_den - batch.per_event(np.log(complement) * x_known)
+    if present is not None:
         h, sum_d, h_end, d_end, updates = _complement_sums(
-            learner, batch, counts, n_w, d, inc, k_e, alpha
+            learner, batch, n_w, (complement, present), inc, alpha
         )
-        abs_sum = vocabulary[None, :] * log_den - (h[None, :] - sum_d)
+        abs_sum = vocabulary * log_den - (h[None, :] - sum_d)
         if not (abs_sum != 0).all():
             return None
         jll = jll / abs_sum
-    jll = np.where(vocabulary[None, :] <= 1, 0.0, jll)
+    jll = np.where(np.asarray(vocabulary)[None] <= 1, 0.0, jll)
     result = normalise(jll, classes.labels)
     if result is None:
         return None
-    # --- the statistics after the batch
-    pairs = learned_counts(batch, c0, inc, k_e)
-    write_counts(learner, codes, batch, order, pairs, inc, k_e)
-    add_class_weights(learner, ys, ws, totals)
+    batch.write(learner, after, order, changed)
+    add_class_weights(learner, batch, ys, ws, totals, xs)
     if learner.norm:
         learner._batch_sums(h_end, d_end, updates)
     return result
@@ -203,39 +173,34 @@ def complement_kernel(
 def _complement_sums(
     learner: ComplementNB,
     batch: TokenBatch,
-    counts: np.ndarray,
     n_w: np.ndarray,
-    d: np.ndarray,
+    complement: tuple[np.ndarray, np.ndarray],
     inc: np.ndarray,
-    k_e: np.ndarray,
     alpha: float,
 ) -> tuple[np.ndarray, np.ndarray, float, list[float], int]:
     """ComplementNB's ``H = Σ_w log(N_w + α)`` and ``D_j = Σ_{w: N_{j,w}>0} d_{j,w}``
     before each event (``B`` and ``K × B``), after the batch, and the number of
-    terms updated: each learned entry changes its token's terms (``d``: the
-    entries' ``d_{j,w}`` before them)."""
+    terms updated, from each learned entry's changes (as ``learn_one`` makes them:
+    a learned weight ``s`` of class ``k`` adds ``δ = log1p(s / (N_w + α))`` to ``H``
+    and ``D_k``, and ``δ − log1p(s / (C_{j,w} + α))`` to ``D_j`` for every other class
+    with ``N_{j,w} > 0``; a new token adds ``log(s + α)`` to ``H``); ``complement``:
+    ``C_{j,w} + α`` before each entry and whether ``N_{j,w} > 0`` (``K × nnz`` each)."""
     if learner._sums_alpha != alpha:
         learner._refresh_sums()
-    n_classes = counts.shape[0]
+    comp_all, present = complement
+    n_classes = comp_all.shape[0]
     d0 = np.zeros(n_classes)
     d0[: len(learner._sum_d)] = learner._sum_d[:n_classes]
     idx = np.flatnonzero(inc)
     step = inc.take(idx)
     before = n_w.take(idx)
-    after = before + step
-    # H: log(N_w + α) grows by log1p(step / (N_w + α)); a new token adds log(step + α)
-    with np.errstate(divide="ignore"):
-        dh = np.where(before > 0, np.log1p(step / (before + alpha)), np.log(step + alpha))
-    # D_j: the token's term for class j after the entry, minus before
-    counts_after = counts.take(idx, axis=1)
-    counts_after[k_e.take(idx), np.arange(len(idx))] += step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(
-            counts_after > 0,
-            np.log((after + alpha)[None, :] / (after[None, :] - counts_after + alpha)),
-            0.0,
-        )
-    dd = term - d.take(idx, axis=1)
+    delta = np.log1p(step / (before + alpha))
+    dh = np.where(before > 0, delta, np.log(step + alpha))
+    k = batch.k_e.take(idx)
+    comp = comp_all.take(idx, axis=1)
+    own = k[None, :] == np.arange(n_classes)[:, None]
+    other = present.take(idx, axis=1) & ~own  # the other classes with N_{j,w} > 0
+    dd = (own | other) * delta[None, :] - np.where(other, np.log1p(step[None, :] / comp), 0.0)
     ev = batch.ev.take(idx)
     dh_event = np.bincount(ev, weights=dh, minlength=batch.b)
     dd_event = np.stack([np.bincount(ev, weights=row, minlength=batch.b) for row in dd])

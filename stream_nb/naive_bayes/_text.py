@@ -1,9 +1,7 @@
-"""Event validation and the vocabulary shared by the text learners (multinomial,
-Bernoulli, complement).
-
-The checks run before any statistic is touched, so a rejected event leaves the
-model unchanged. The fast path is two C-level passes (``sum`` and ``min``); the
-offending token is searched for only when they fail.
+"""What the text learners (multinomial, Bernoulli, complement) share: the learner base
+(:class:`_TokenLearner`: smoothing, class weights, count rows, the kernels' array) and
+the vocabulary bounds. Their event values are checked by
+:mod:`~stream_nb.naive_bayes._token_values` (re-exported here).
 
 Bounded vocabulary
 ------------------
@@ -21,12 +19,10 @@ both are set, whichever is reached first applies.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from numbers import Real
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from stream_nb._exceptions import InvalidEventError, ModelStateError
+from stream_nb._exceptions import ModelStateError
 from stream_nb._params import check_alpha, check_cap, check_feature_weights
 from stream_nb._state import (
     check_at_most,
@@ -42,165 +38,18 @@ from stream_nb._state import (
 )
 from stream_nb._stores import OTHER, add_scaled, n_real, rescale, tree_from_pairs, tree_to_pairs
 from stream_nb.base import Learner
-from stream_nb.limits import MAX_VALUE, value_out_of_range
+from stream_nb.naive_bayes._token_store import MAX_BATCH_CELLS, MAX_CELLS, trimmed_rows
+from stream_nb.naive_bayes._token_values import binary_on, check_counts, count_stats, threshold_on
+
+if TYPE_CHECKING:
+    from stream_nb.naive_bayes._token_store import TokenStore
 
 __all__ = ["binary_on", "check_counts", "count_stats", "threshold_on"]
 
-_INF = math.inf
 T = TypeVar("T")
 
-
-def _bad_count(x: Mapping[str, Any]) -> InvalidEventError | None:
-    """The error for the first token of ``x`` whose count is not a valid count
-    (``None``: every count is valid, only their sum is beyond ``MAX_VALUE``)."""
-    for token, value in x.items():
-        if isinstance(value, bool):
-            continue
-        if not isinstance(value, Real) or value != value:
-            return InvalidEventError(
-                f"token {token!r} has count {value!r}; counts must be non-negative numbers "
-                "(int or float): convert it or drop the token",
-                reason="non_numeric",
-            )
-        if value < 0:
-            return InvalidEventError(
-                f"token {token!r} has negative count {value!r}; counts must be >= 0: "
-                "drop the token or send 0",
-                reason="negative_count",
-            )
-        if value == _INF:
-            return InvalidEventError(
-                f"token {token!r} has infinite count {value!r}; counts must be finite",
-                reason="non_finite",
-            )
-        if value > MAX_VALUE:  # type: ignore[operator] # (a Real)
-            return value_out_of_range(token, value, "count")
-    if all(isinstance(v, Real) for v in x.values()):
-        return None
-    return InvalidEventError(  # pragma: no cover - only for exotic numeric types
-        f"token counts {dict(x)!r} are not valid non-negative finite numbers",
-        reason="non_numeric",
-    )
-
-
-def check_counts(x: Mapping[str, Any]) -> float:
-    """Validate token counts and return their sum.
-
-    Parameters
-    ----------
-    x
-        Token -> count. Counts are non-negative finite ints or floats (``bool``
-        counts as 0/1).
-
-    Returns
-    -------
-    float
-        ``Σ_w x_w``.
-
-    Raises
-    ------
-    InvalidEventError
-        ``reason="non_numeric"`` (not a number, or NaN), ``"negative_count"``,
-        ``"non_finite"`` or ``"out_of_range"`` (a count beyond
-        :data:`~stream_nb.limits.MAX_VALUE`), naming the token.
-
-    Examples
-    --------
-    >>> check_counts({"a": 2, "b": 0.5})
-    2.5
-    >>> check_counts({"a": -1})
-    Traceback (most recent call last):
-    ...
-    stream_nb._exceptions.InvalidEventError: token 'a' has negative count -1; ...
-    """
-    return count_stats(x)[0]
-
-
-def count_stats(x: Mapping[str, Any]) -> tuple[float, float]:
-    """:func:`check_counts` that also returns the smallest count (0 for an empty ``x``).
-
-    Examples
-    --------
-    >>> count_stats({"a": 2, "b": 1})
-    (3, 1)
-    """
-    if not x:
-        return 0.0, 0.0
-    values = x.values()
-    total = smallest = None
-    try:
-        total = sum(values)
-        smallest = min(values)
-        if (
-            total <= MAX_VALUE  # (so is every count: each is at most the sum)
-            and smallest >= 0
-            and (type(total) in (int, float) or isinstance(total, Real))
-        ):
-            return total, smallest
-    except (TypeError, OverflowError):  # (a float plus an int past the double range)
-        pass
-    error = _bad_count(x)
-    if error is not None:
-        raise error
-    return total, smallest  # type: ignore[return-value] # (a sum beyond MAX_VALUE)
-
-
-def _bad_binary(token: str, value: Any, threshold: float | None) -> InvalidEventError:
-    if threshold is None:
-        return InvalidEventError(
-            f"feature {token!r} has value {value!r}; with binarize=None values must be "
-            "True/False or 1/0 (set binarize to a threshold for counts)",
-            reason="non_binary",
-        )
-    return InvalidEventError(
-        f"feature {token!r} has value {value!r}; values must be numbers (not NaN) to be "
-        f"compared with binarize={threshold!r}",
-        reason="non_numeric",
-    )
-
-
-def threshold_on(x: Mapping[str, Any], threshold: float) -> list[str]:
-    """Features of ``x`` with value ``> threshold``; raises on non-numeric or NaN values.
-
-    Examples
-    --------
-    >>> threshold_on({"a": 2, "b": 0, "c": 0.5}, 0.5)
-    ['a']
-    """
-    on: list[str] = []
-    append = on.append
-    try:
-        for token, value in x.items():
-            if value > threshold:
-                append(token)
-            elif not value <= threshold:  # NaN
-                raise _bad_binary(token, value, threshold)
-    except TypeError:
-        for token, value in x.items():
-            try:
-                value > threshold  # noqa: B015 - find the incomparable value
-            except TypeError:
-                raise _bad_binary(token, value, threshold) from None
-        raise  # pragma: no cover
-    return on
-
-
-def binary_on(x: Mapping[str, Any]) -> list[str]:
-    """Features of ``x`` whose value is ``True``/``1``; any value other than 0/1 raises.
-
-    Examples
-    --------
-    >>> binary_on({"a": True, "b": 0, "c": 1})
-    ['a', 'c']
-    """
-    on: list[str] = []
-    append = on.append
-    for token, value in x.items():
-        if value == 1:
-            append(token)
-        elif value != 0:
-            raise _bad_binary(token, value, None)
-    return on
+#: ``(log_probas, predictions, errors)``, as :meth:`~stream_nb.base.Learner.predict_learn_many`
+Answers = tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]
 
 
 class _TokenLearner(Learner):
@@ -213,6 +62,12 @@ class _TokenLearner(Learner):
     per-class totals in ``_class_extra`` (name -> label -> raw weight) and
     derived caches, rebuilt by :meth:`_rebuild` after a merge, a rescale or a
     load (caches are never read from a state).
+
+    The batch kernels keep the same counts as one array
+    (:mod:`~stream_nb.naive_bayes._token_store`) and leave the rows of the
+    tokens they changed stale (``_rows_stale``); every method that reads a row
+    calls :meth:`_fresh_rows` first. The keys of ``_counts`` (the vocabulary)
+    are always current.
 
     Subclasses start learning an event with :meth:`_start_learning` (values
     checked, vocabulary bounds applied, class weight added) and call
@@ -270,19 +125,52 @@ class _TokenLearner(Learner):
         xs: Sequence[Mapping[str, Any]],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
-    ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
+    ) -> Answers:
         """:meth:`Learner.predict_learn_many` through the batch kernel where it takes the
-        batch (:meth:`predict_learn_rows`), else the per-event loop."""
-        if self._kernel_applies():
-            out = self._row_kernel(xs, ys, ws)
-            if out is not None:
-                from stream_nb.naive_bayes._arrays import per_event_answers
+        batch (:meth:`predict_learn_rows`), else the per-event loop.
 
-                self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
-                return per_event_answers(*out)
-        return Learner.predict_learn_many(self, xs, ys, ws)
+        A batch that meets classes new to the model (the kernel's scores are over a
+        fixed set of classes) goes event by event up to the last event that brings
+        a new class, and through the kernel from there when it takes the rest."""
+        if not self._kernel_applies():
+            return Learner.predict_learn_many(self, xs, ys, ws)
+        out = self._kernel_answers(xs, ys, ws)
+        if out is not None:
+            return out
+        split = _after_new_classes(self._index, ys)
+        if split is None or len(xs) - split < _MIN_SPLIT:
+            return Learner.predict_learn_many(self, xs, ys, ws)
+        head = Learner.predict_learn_many(self, xs[:split], ys[:split], ws[:split])
+        tail = self._kernel_answers(xs[split:], ys[split:], ws[split:])
+        if tail is None:
+            tail = Learner.predict_learn_many(self, xs[split:], ys[split:], ws[split:])
+        errors = dict(head[2])
+        errors.update({split + i: e for i, e in tail[2].items()})
+        return head[0] + tail[0], head[1] + tail[1], errors
 
-    _codes: Any
+    def _kernel_answers(
+        self,
+        xs: Sequence[Mapping[str, Any]],
+        ys: Sequence[Hashable | None],
+        ws: Sequence[float],
+    ) -> Answers | None:
+        """The kernel's answers to a batch as :meth:`predict_learn_many` gives them
+        (the delta recorded), or ``None`` (nothing changed)."""
+        out = self._row_kernel(xs, ys, ws)
+        if out is None:
+            return None
+        from stream_nb.naive_bayes._arrays import per_event_answers
+
+        self._record_batch(xs, ys, ws, {})  # (the kernel bypasses learn_one)
+        return per_event_answers(*out)
+
+    #: The kernels' array of the counts (made on first use).
+    _store: TokenStore | None
+    #: Whether the array mirrors the rows (cleared by anything else that changes them:
+    #: a per-event learn, a merge, a rescale, a load).
+    _batch_counts_valid: bool
+    #: Whether some rows are stale (a kernel changed the array only).
+    _rows_stale: bool
 
     def _kernel_applies(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares one, and
@@ -301,25 +189,83 @@ class _TokenLearner(Learner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
-        """The learner's batch kernel (:meth:`_batch_kernel`) on this batch, with the
-        learner's token codes (``None``: not this batch)."""
+        """The learner's batch kernel (:meth:`_batch_kernel`) on this batch (``None``:
+        not this batch)."""
         kernel = self._batch_kernel()
         if kernel is None:
             return None
-        return kernel(self, self._token_codes(), xs, ys, ws)
-
-    def _token_codes(self) -> Any:
-        """The batch kernels' token codes (``_text_batch.TokenCodes``), made on first use."""
-        if self._codes is None:
-            from stream_nb.naive_bayes._text_batch import TokenCodes
-
-            self._codes = TokenCodes()
-        return self._codes
+        return kernel(self, xs, ys, ws)
 
     def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None] | None:
-        """Hook: the kernel function, called as ``kernel(learner, codes, xs, ys, ws)``
+        """Hook: the kernel function, called as ``kernel(learner, xs, ys, ws)``
         (``None``: the learner has none)."""
         return None
+
+    # ------------------------------------------------------------------ the kernels' array
+    #: Where a row holds class ``k``'s count: at ``offset + stride × k``.
+    _ROW_LAYOUT = (0, 1)
+    #: Most cells (classes × tokens) of the kernels' array; past it the kernels decline
+    #: every batch and no array is kept (see :mod:`~stream_nb.naive_bayes._token_store`).
+    _ARRAY_CELLS: ClassVar[int] = MAX_CELLS
+    #: Most cells (classes × entries) of a batch the kernels take.
+    _BATCH_CELLS: ClassVar[int] = MAX_BATCH_CELLS
+
+    def _ready_store(self) -> TokenStore | None:
+        """The kernels' array of the counts, rebuilt from the rows if anything else
+        changed them since; ``None`` past its size bound."""
+        from stream_nb.naive_bayes._token_store import TokenStore as Store
+
+        n_classes = len(self._class_weight)
+        store = self._store
+        if self._batch_counts_valid and store is not None and store.counts.shape[0] == n_classes:
+            return store
+        self._fresh_rows()
+        if n_classes * len(self._counts) > self._ARRAY_CELLS:
+            self._drop_store()
+            return None
+        if store is None:
+            store = self._store = Store(*self._ROW_LAYOUT)
+        store.sync(self._counts, n_classes)
+        self._batch_counts_valid = True
+        return store
+
+    def _count_matrix(self) -> Any:
+        """``K × V``: the counts of every token of the vocabulary (in some token order),
+        from the kernels' array while it is current, else from the rows."""
+        store = self._store
+        n_classes = len(self._class_weight)
+        if self._batch_counts_valid and store is not None and store.counts.shape[0] == n_classes:
+            return store.matrix()
+        from stream_nb.naive_bayes._token_store import count_matrix
+
+        return count_matrix(self._counts.values(), n_classes, self._ROW_LAYOUT)
+
+    def _drop_store(self) -> None:
+        """Free the kernels' array (the rows made fresh first)."""
+        self._fresh_rows()
+        self._store = None
+        self._batch_counts_valid = False
+
+    def _add_stale_tokens(self, tokens: Sequence[Any]) -> None:
+        """Add tokens a kernel learned first to the vocabulary, their rows stale (``None``
+        until rebuilt: every reader of a row calls :meth:`_fresh_rows` first)."""
+        self._counts.update(dict.fromkeys(tokens))
+
+    def _fresh_rows(self) -> None:
+        """Rebuild the rows a kernel left stale (see the class docstring)."""
+        if self._rows_stale:
+            assert self._store is not None  # (rows are stale only while the array is valid)
+            tokens, columns = self._store.take_dirty()
+            self._rows_stale = False
+            if tokens:
+                self._rows_from_columns(tokens, columns)
+
+    def _rows_from_columns(self, tokens: Sequence[Any], columns: Any) -> None:
+        """Hook: set the rows of ``tokens`` from their counts (``K × n``, one column
+        each), as the per-event path would hold them (with their derived caches)."""
+        rows = self._counts
+        for token, row in zip(tokens, trimmed_rows(columns), strict=True):
+            rows[token] = row
 
     def feature_names(self) -> list[Hashable]:
         return list(self._counts)
@@ -343,10 +289,9 @@ class _TokenLearner(Learner):
         self._index: dict[Hashable, int] = {}  # label -> class index k
         self._counts: dict[str, list[float]] = {}
         self._class_extra: dict[str, dict[Hashable, float]] = {name: {} for name in self._EXTRA}
-        self._codes = None  # token codes of the batch kernel (_text_batch.TokenCodes)
-        # whether _codes.counts mirrors the count rows (cleared by anything else that
-        # changes them: a per-event learn, a merge, a rescale, a load)
+        self._store = None
         self._batch_counts_valid = False
+        self._rows_stale = False
 
     def _vocabulary_params(self) -> dict[str, Any]:
         return {
@@ -470,6 +415,7 @@ class _TokenLearner(Learner):
 
     # ------------------------------------------------------------------ sparse views
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
+        self._fresh_rows()
         labels = list(self._class_weight)
         return {
             token: {labels[k]: n for k, n in enumerate(row) if n}
@@ -502,7 +448,9 @@ class _TokenLearner(Learner):
         self._class_weight = class_weight
         self._total_weight = total_weight
         self._index = index
+        self._store = None  # (a new vocabulary: the array is rebuilt when next needed)
         self._batch_counts_valid = False
+        self._rows_stale = False
         self._set_rows(dense)
         self._rebuild()
 
@@ -563,6 +511,7 @@ class _TokenLearner(Learner):
         return by_class
 
     def _rescale(self, factor: float) -> None:
+        self._fresh_rows()
         self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
@@ -636,6 +585,28 @@ class _TokenLearner(Learner):
         self._load(class_weight, total, extra, counts)
 
     def _size(self) -> tuple[int, int, int]:
+        self._fresh_rows()
         classes = len(self._class_weight)
         stored = classes * (1 + len(self._EXTRA)) + sum(map(len, self._counts.values()))
         return classes, len(self._counts), stored
+
+
+#: A batch split after its new classes goes through the kernel from there when at least
+#: this many events are left (the kernel's own minimum batch).
+_MIN_SPLIT = 64
+
+
+def _after_new_classes(known: Mapping[Hashable, int], ys: Sequence[Hashable | None]) -> int | None:
+    """The index just after the last event of ``ys`` whose label is new (to ``known``
+    and to the events before it), or ``None`` if there is none (or a label cannot be
+    a dictionary key)."""
+    seen = set(known)
+    last = -1
+    try:
+        for i, y in enumerate(ys):
+            if y is not None and y not in seen:
+                seen.add(y)
+                last = i
+    except TypeError:  # (an unhashable label: the per-event path rejects it)
+        return None
+    return None if last < 0 else last + 1

@@ -1,46 +1,49 @@
-"""What the token learners' exact batch kernels share: coded batches, prefix sums, state.
+"""What the token learners' exact batch kernels share: coded batches, prefix counts, state.
 
 :meth:`stream_nb.base.Learner.predict_learn_many` is the loop "predict event
 ``t`` with the model that learned events ``0..t-1``, then learn it". For token
 counts every quantity event ``t`` sees is a prefix sum over the batch, so the
-whole batch is a few array operations:
+whole batch is a few array operations on the learner's counts held as one
+``K × V`` array (:class:`~stream_nb.naive_bayes._token_store.TokenStore`):
 
-* the batch's tokens get integer codes (:class:`TokenBatch`): one code per
-  distinct token, kept between batches for the tokens of the vocabulary
-  (:class:`TokenCodes`, with the vocabulary's counts as one ``K × V`` array, so
-  the batch's start counts are one gather; a token first met gets a
-  batch-local code), and the events become a CSR-like list of entries
-  ``(event, token, value)`` in event order;
+* the batch becomes a list of entries ``(event, token code, value)`` in event
+  order (:class:`TokenBatch`); tokens new to the vocabulary get codes after the
+  vocabulary's;
 * the counts ``N_{k,w}`` before entry ``e`` (token ``w`` of event ``t``) are the
   counts at the batch start plus the weights learned into ``(k, w)`` by the
-  entries of the same token before ``e`` (:func:`grouped_exclusive_cumsum`), so
-  event ``t`` sees the earlier events of its own batch;
+  entries of the same token before ``e`` (:meth:`TokenBatch.prefix`: the entries
+  sorted by token, a cumulative sum per class within each token's run), so event
+  ``t`` sees the earlier events of its own batch;
 * class weights, per-class token totals, the vocabulary size (a new token joins
   it at its first learned entry) are exclusive prefix sums over the events.
 
 The learners' kernels (:mod:`~stream_nb.naive_bayes._count_kernels` for the
-count learners, :mod:`~stream_nb.naive_bayes._bernoulli_batch`) then apply their
-formulas to every (class, event) at once and write the statistics after the
-batch back into the learner's rows, in the order the per-event path would have
-created them. The state after the
-batch is the per-event path's bit for bit: with unit weights and integral
-counts every sum is an exact integer; otherwise the counts are added one
-entry at a time, in event order, as :meth:`learn_one` adds them. Predictions
-agree with the per-event path to rounding (about 1e-13 relative).
+count learners, :mod:`~stream_nb.naive_bayes._bernoulli_batch`) apply their
+formulas to every (class, event) at once and write the counts after the batch
+into the array only (:meth:`TokenBatch.write`); the learner's per-token rows of
+the changed tokens are rebuilt when something next reads them (see
+:mod:`~stream_nb.naive_bayes._token_store`). The state after the batch is the
+per-event path's bit for bit: with integral weights and counts every sum is an
+exact integer, so the order of the additions does not matter; otherwise each
+count is the per-event path's sum, added in event order. Predictions agree with
+the per-event path to rounding (about 1e-13 relative).
 
 Kernels return ``None`` (nothing changed) for the batches they do not take:
 fewer than :data:`MIN_BATCH` events, no class learned yet, a label not learned
 before the batch, forgetting (``half_life``), fixed class priors, vocabulary
-bounds that the batch could reach, a value that is not an ``int`` or
-``float`` (``bool`` too for Bernoulli), a negative count or one beyond
-:data:`~stream_nb.limits.MAX_VALUE`, a weight outside the limits, a score
-beyond the double range. The per-event path then handles the batch and raises
-its errors per event.
+bounds that the batch could reach, a value that is not a number (``int``,
+``float`` or ``bool``), a negative count or one beyond
+:data:`~stream_nb.limits.MAX_VALUE`, a weight outside the limits, a score beyond
+the double range, a model past the array's size bound
+(:data:`~stream_nb.naive_bayes._token_store.MAX_CELLS`) or a batch past
+:data:`~stream_nb.naive_bayes._token_store.MAX_BATCH_CELLS`. The per-event path then
+handles the batch and raises its errors per event.
 """
 
 from __future__ import annotations
 
 import math
+from array import array as IntArray
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, cast
@@ -50,36 +53,30 @@ import numpy as np
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._softmax import ABSORB
 from stream_nb._state import check_feature_names
+from stream_nb._stores import OTHER
 from stream_nb.limits import MAX_VALUE
 from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     exact_integer_sums,
     exclusive_cumsum,
-    grouped_exclusive_cumsum,
     row_max_argmax,
     row_sum,
     running_from,
 )
+from stream_nb.naive_bayes._token_store import Codes, TokenStore
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes._text import _TokenLearner
 
 __all__ = [
-    "BINARY_TYPES",
-    "COUNT_TYPES",
     "MIN_BATCH",
     "KernelResult",
     "TokenBatch",
-    "TokenCodes",
     "add_class_weights",
     "class_prefix",
     "class_tokens_prefix",
-    "count_totals",
-    "integral",
-    "learned_counts",
     "log_prior",
     "normalise",
-    "write_counts",
 ]
 
 #: Below this many events the per-event loop is cheaper than the kernel's fixed cost.
@@ -88,87 +85,11 @@ MIN_BATCH = 64
 #: Sums of integral counts below this are exact in float64.
 _EXACT_INTEGERS = 2.0**53
 
-#: The values the count learners' kernels take, and Bernoulli's.
-COUNT_TYPES = frozenset((int, float))
-BINARY_TYPES = frozenset((int, float, bool))
+#: Token codes sort as uint16 below this (numpy's stable sort is then a radix sort).
+_RADIX_CODES = 1 << 16
 
 #: ``(labels, log_proba B × K, best)``
 KernelResult = tuple[list[Hashable], np.ndarray, np.ndarray]
-
-
-class TokenCodes:
-    """Integer codes of the vocabulary's tokens, and their counts as one array.
-
-    A cache next to a learner's statistics (never in its state): ``counts``
-    (``K × codes``) mirrors the learner's count rows while the learner's
-    ``_batch_counts_valid`` is set; anything else that changes the counts (a
-    per-event learn, a merge, a rescale, a load) clears it, and :meth:`sync`
-    rebuilds the mirror from the rows. Codes are only given to tokens of the
-    vocabulary, so the cache grows with the vocabulary.
-
-    Examples
-    --------
-    >>> codes = TokenCodes()
-    >>> codes.add(["a", "b"]), codes.code, codes.tokens
-    (None, {'a': 0, 'b': 1}, ['a', 'b'])
-    """
-
-    __slots__ = ("code", "counts", "tokens")
-
-    def __init__(self) -> None:
-        self.code: dict[Hashable, int] = {}
-        self.tokens: list[Hashable] = []
-        self.counts = np.zeros((0, 0))
-
-    def add(self, tokens: Sequence[Hashable]) -> None:
-        """Give codes to ``tokens`` (none of which has one)."""
-        code = self.code
-        for token in tokens:
-            code[token] = len(self.tokens)
-            self.tokens.append(token)
-
-    def sync(self, learner: _TokenLearner, n_classes: int, offset: int, stride: int) -> None:
-        """Make :attr:`counts` the learner's counts (rows holding class ``k``'s count
-        at ``offset + stride × k``), every token of its vocabulary coded."""
-        rows = cast(dict[Any, list[float]], learner._counts)
-        if learner._batch_counts_valid and self.counts.shape == (n_classes, len(self.tokens)):
-            return
-        code = self.code
-        self.add([t for t in rows if t not in code])
-        counts = np.zeros((n_classes, len(self.tokens)))
-        present = [(c, rows[t]) for c, t in enumerate(self.tokens) if t in rows]
-        if present:
-            where = np.fromiter((c for c, _ in present), np.intp, len(present))
-            lists = [r for _, r in present]
-            lengths = np.fromiter(map(len, lists), np.intp, len(lists))
-            total = int(lengths.sum())
-            flat = np.fromiter(chain.from_iterable(lists), np.float64, total)
-            within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            columns = np.repeat(where, lengths)
-            keep = np.flatnonzero((within >= offset) & ((within - offset) % stride == 0))
-            counts[(within.take(keep) - offset) // stride, columns.take(keep)] = flat.take(keep)
-        self.counts = counts
-        learner._batch_counts_valid = True
-
-    def learned(
-        self,
-        batch: TokenBatch,
-        order: list[int],
-        pairs: tuple[list[int], list[int], list[float]],
-    ) -> None:
-        """Code the batch's new tokens (``order``) and set the learned ``pairs`` in
-        :attr:`counts`, as the rows were set."""
-        n_before = len(self.tokens)
-        self.add([batch.tokens[u] for u in order])
-        code_of = batch.codes.copy()
-        if order:
-            code_of[order] = np.arange(n_before, len(self.tokens))
-            grown = np.zeros((self.counts.shape[0], len(self.tokens)))
-            grown[:, :n_before] = self.counts
-            self.counts = grown
-        us, ks, ns = pairs
-        if us:
-            self.counts[ks, code_of.take(us)] = ns
 
 
 class TokenBatch:
@@ -176,58 +97,76 @@ class TokenBatch:
 
     Attributes
     ----------
+    b, nnz
+        Events and entries (event, token) of the batch.
     classes
         Labels and weights (:class:`~stream_nb.naive_bayes._arrays.BatchClasses`).
-    tokens, codes
-        The batch's distinct tokens (index ``u``) and their codes (tokens new to
-        the vocabulary: batch-local codes after the vocabulary's).
-    c0, known0
-        ``K × U``: each token's counts at the batch start; whether it is in the
-        vocabulary.
-    ev, tok, val
-        One entry per (event, token) in event order: its event, its token ``u``,
-        its value (float).
+    ev, tok, val, k_e
+        One entry per (event, token) in event order: its event, its token's code
+        (``n_codes + j`` for the ``j``-th token new to the vocabulary, in order of
+        appearance), its value (float) and its event's class (``-1``: unlabelled).
+    n_codes, new_tokens
+        Codes of the vocabulary before the batch; the batch's tokens new to it.
+    integral
+        Whether every value is an integer.
     """
 
-    __slots__ = ("b", "c0", "classes", "codes", "ev", "known0", "tok", "tokens", "val")
+    __slots__ = (
+        "_groups",
+        "b",
+        "classes",
+        "ev",
+        "integral",
+        "k_e",
+        "n_codes",
+        "new_tokens",
+        "nnz",
+        "starts",
+        "store",
+        "tok",
+        "val",
+    )
 
     def __init__(
         self,
+        store: TokenStore,
         classes: BatchClasses,
-        tokens: list[Hashable],
-        codes: np.ndarray,
-        c0: np.ndarray,
-        known0: np.ndarray,
-        ev: np.ndarray,
+        lens: np.ndarray,
         tok: np.ndarray,
-        val: np.ndarray,
+        values: tuple[np.ndarray, bool],
+        new_tokens: list[Hashable],
     ) -> None:
-        self.b = len(classes.w)
+        b = len(lens)
+        val, self.integral = values
+        self.store = store
+        self.b = b
         self.classes = classes
-        self.tokens = tokens
-        self.codes = codes
-        self.c0 = c0
-        self.known0 = known0
-        self.ev = ev
+        self.nnz = len(tok)
         self.tok = tok
         self.val = val
+        self.n_codes = store.n_codes
+        self.new_tokens = new_tokens
+        self.ev = np.arange(b).repeat(lens)
+        # reduceat needs every event to have an entry; otherwise per_event uses bincount
+        self.starts = lens.cumsum() - lens if lens.all() else None
+        k_of_event = np.full(b, -1, dtype=np.intp)
+        k_of_event[classes.rows] = classes.k
+        self.k_e = k_of_event.take(self.ev)
+        self._groups: tuple[np.ndarray, ...] | None = None
 
     @classmethod
     def of(
         cls,
         learner: _TokenLearner,
-        codes: TokenCodes,
         xs: Sequence[Mapping[Any, Any]],
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
-        value_types: frozenset[type],
+        *,
         counts: bool = True,
-        layout: tuple[int, int] = (0, 1),
     ) -> TokenBatch | None:
         """Code a batch for ``learner``, or ``None`` if no kernel may take it (see the
-        module docstring); the values must be of ``value_types`` and, for ``counts``,
-        within [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact);
-        ``layout``: ``(offset, stride)`` of the class counts in the learner's rows."""
+        module docstring): the values must be numbers and, for ``counts``, within
+        [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact)."""
         b = len(xs)
         if b < MIN_BATCH or len(ys) != b or (ws is not None and len(ws) != b):
             return None
@@ -239,113 +178,288 @@ class TokenBatch:
         classes = BatchClasses.of(list(learner._class_weight), learner._index, ys, ws)
         if classes is None:
             return None
-        values: list[Any] = list(chain.from_iterable(map(dict.values, dicts)))
-        if not value_types.issuperset(map(type, values)):
+        lens = np.fromiter(map(len, dicts), np.intp, b)
+        nnz = int(lens.sum())
+        n_classes = len(classes.labels)
+        if n_classes * nnz > learner._BATCH_CELLS:
             return None
-        nnz = len(values)
-        try:
-            val = np.array(values, dtype=np.float64) if nnz else np.zeros(0)
-        except OverflowError:  # (an int beyond the double range)
+        values = _values(dicts, nnz, counts)
+        if values is None:
             return None
-        if counts and nnz and not ((val >= 0.0) & (val <= MAX_VALUE)).all():
-            return None  # negative, or beyond the limits: rejected per event
-        if not counts and nnz and not (np.abs(val) <= _EXACT_INTEGERS).all():
-            return None
-        rows = cast(dict[Any, list[float]], learner._counts)
-        if None in rows:
+        rows = learner._counts
+        if OTHER in rows:
             return None  # the overflow token: the vocabulary is (or was) full
-        codes.sync(learner, len(classes.labels), *layout)
-        code = codes.code
-        n_codes = len(codes.tokens)  # (every token of the vocabulary)
-        coded = np.fromiter(map(code.get, chain.from_iterable(dicts), repeat(-1)), np.intp, nnz)
-        extra: list[Hashable] = []
-        missing = np.flatnonzero(coded < 0)
-        if len(missing):
-            keys = list(chain.from_iterable(dicts))
-            local: dict[Hashable, int] = {}
-            for i in missing.tolist():
-                token = keys[i]
-                c = local.get(token)
-                if c is None:
-                    c = local[token] = n_codes + len(extra)
-                    extra.append(token)
-                coded[i] = c
-            if token_bound_reached(learner, len(extra)):
+        store = learner._ready_store()
+        if store is None:
+            return None
+        code = store.code
+        n_codes = store.n_codes
+        code.missing = []
+        tok = _coded(code, dicts, nnz)
+        new_tokens: list[Hashable] = []
+        unknown = code.missing  # (the entries coded -1, in order)
+        if unknown:
+            code.missing = []
+            new_tokens = list(dict.fromkeys(unknown))  # (in order of appearance)
+            local = dict(zip(new_tokens, range(n_codes, n_codes + len(new_tokens)), strict=True))
+            tok[tok < 0] = np.fromiter(map(local.__getitem__, unknown), np.intp, len(unknown))
+            if token_bound_reached(learner, len(new_tokens)):
                 return None
             try:
-                check_feature_names(extra)
+                check_feature_names(new_tokens)
             except InvalidEventError:
                 return None
-        # distinct codes, in code order, without sorting (codes are dense)
-        present = np.zeros(n_codes + len(extra), dtype=bool)
-        present[coded] = True
-        uniq = np.flatnonzero(present)
-        remap = np.cumsum(present) - 1
-        tok = remap.take(coded)
-        every = codes.tokens + extra if extra else codes.tokens
-        tokens = list(map(every.__getitem__, uniq.tolist()))
-        known0 = uniq < n_codes
-        n_known = int(known0.sum())  # (the known codes come first)
-        c0 = np.zeros((len(classes.labels), len(uniq)))
-        c0[:, :n_known] = codes.counts.take(uniq[:n_known], axis=1)
-        ev = np.repeat(np.arange(b), np.fromiter(map(len, xs), np.intp, b))
-        return cls(classes, tokens, uniq, c0, known0, ev, tok, val)
+            if n_classes * (n_codes + len(new_tokens)) > learner._ARRAY_CELLS:
+                learner._drop_store()
+                return None
+            store.reserve(n_codes + len(new_tokens))
+        return cls(store, classes, lens, tok, values, new_tokens)
 
-    def prefix(self, c0: np.ndarray, inc: np.ndarray) -> np.ndarray:
-        """``K × nnz``: the counts entry ``e`` sees, ``c0`` (``K × U``) plus what the
-        entries of its token before it learned (``inc``: each entry's learned
-        weight, into its event's class)."""
-        classes = self.classes
-        k_of_event = np.full(self.b, -1, dtype=np.intp)
-        k_of_event[classes.rows] = classes.k
-        k_e = k_of_event.take(self.ev)
-        n = len(self.ev)
-        learned = np.zeros((len(classes.labels), n))
-        mask = inc != 0
-        idx = np.flatnonzero(mask)
-        learned[k_e[idx], idx] = inc[idx]
-        out: np.ndarray = c0.take(self.tok, axis=1)
-        if len(idx):
-            out += grouped_exclusive_cumsum(self.tok, learned)
-        return out
-
-    def event_class(self) -> np.ndarray:
-        """Each entry's class index (``-1``: its event is unlabelled)."""
-        classes = self.classes
-        k_of_event = np.full(self.b, -1, dtype=np.intp)
-        k_of_event[classes.rows] = classes.k
-        return k_of_event.take(self.ev)
-
-    def first_learned(self, learns: np.ndarray) -> np.ndarray:
-        """For each token, its first entry with ``learns`` set (``nnz`` if none)."""
-        n = len(self.ev)
-        first = np.full(len(self.tokens), n, dtype=np.intp)
-        idx = np.flatnonzero(learns)
-        np.minimum.at(first, self.tok.take(idx), idx)
-        return first
-
-    def known(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """From each token's first learned entry (:meth:`first_learned`): whether each
-        entry's token is in the vocabulary when its event is predicted, the size of
-        the vocabulary before each event (``B``), and the tokens new to it in the
-        order the per-event path adds them (by first learned entry)."""
-        n = len(self.ev)
-        ev_ext = np.append(self.ev, self.b)  # (entry nnz: never learned)
-        first_event = ev_ext.take(first)
-        known = self.known0.take(self.tok) | (first_event.take(self.tok) < self.ev)
-        new = np.flatnonzero(~self.known0 & (first < n))
-        added = np.bincount(first_event.take(new), minlength=self.b).astype(np.float64)
-        order: list[int] = new[np.argsort(first.take(new), kind="stable")].tolist()
-        return known, exclusive_cumsum(added), order
-
+    # ------------------------------------------------------------------ per event
     def per_event(self, weights: np.ndarray) -> np.ndarray:
-        """Sum of ``weights`` (one per entry) over each event's entries."""
-        out: np.ndarray = np.bincount(self.ev, weights=weights, minlength=self.b)
-        return out
+        """Sum of ``weights`` (one per entry) over each event's entries (``B``), or of
+        each row of a ``K × nnz`` array (``K × B``)."""
+        starts = self.starts
+        if starts is not None:
+            out: np.ndarray = np.add.reduceat(weights, starts, axis=-1)
+            return out
+        if weights.ndim == 1:
+            return np.bincount(self.ev, weights=weights, minlength=self.b)
+        return np.stack([np.bincount(self.ev, weights=row, minlength=self.b) for row in weights])
 
-    def per_event_classes(self, weights: np.ndarray) -> np.ndarray:
-        """``K × B``: :meth:`per_event` of each row of the ``K × nnz`` ``weights``."""
-        return np.stack([self.per_event(row) for row in weights])
+    # ------------------------------------------------------------------ vocabulary
+    def vocabulary(
+        self, joins: np.ndarray, size: int
+    ) -> tuple[np.ndarray | None, np.ndarray | int, list[int]]:
+        """The vocabulary as each event sees it, from ``joins`` (the entries that learn
+        their token into it) and its ``size`` before the batch.
+
+        Returns whether each entry's token is in the vocabulary when its event is
+        predicted (``None``: all are), the vocabulary's size before each event
+        (``B``, or ``size`` when the batch adds nothing) and the new tokens ``j``
+        that join, in the order the per-event path adds them (by first joining entry).
+        """
+        n_new = len(self.new_tokens)
+        if not n_new:
+            return None, size, []
+        sub = np.flatnonzero(self.tok >= self.n_codes)
+        j = self.tok.take(sub) - self.n_codes
+        first = np.full(n_new, self.nnz, dtype=np.intp)
+        joining = joins.take(sub)
+        np.minimum.at(first, j[joining], sub[joining])  # (few entries: the new tokens')
+        ev_ext = np.append(self.ev, self.b)  # (entry nnz: never joins)
+        first_event = ev_ext.take(first)
+        known = np.ones(self.nnz, dtype=bool)
+        known[sub] = first_event.take(j) < self.ev.take(sub)
+        joined = np.flatnonzero(first < self.nnz)
+        order: list[int] = joined.take(np.argsort(first.take(joined), kind="stable")).tolist()
+        if not order:
+            return known, size, []
+        added = np.bincount(first_event.take(joined), minlength=self.b).astype(np.float64)
+        return known, size + exclusive_cumsum(added), order
+
+    # ------------------------------------------------------------------ counts
+    def groups(self) -> tuple[np.ndarray, ...]:
+        """The entries sorted by token (stable: event order within a token):
+        ``(order, codes sorted, first entry of each token's run, each run's length)``."""
+        if self._groups is None:
+            tok = self.tok
+            n = self.n_codes + len(self.new_tokens)
+            if n <= _RADIX_CODES:
+                order = tok.astype(np.uint16).argsort(kind="stable")
+            else:  # codes of this batch only, so that they sort as uint16 if they can
+                present = np.zeros(n, dtype=bool)
+                present[tok] = True
+                local = (np.cumsum(present) - 1).take(tok)
+                keys = local.astype(np.uint16) if present.sum() <= _RADIX_CODES else local
+                order = np.argsort(keys, kind="stable")
+            ts = tok.take(order)
+            first = np.empty(self.nnz, dtype=bool)
+            first[:1] = True
+            np.not_equal(ts[1:], ts[:-1], out=first[1:])
+            runs = np.flatnonzero(first)
+            lengths = np.diff(np.append(runs, self.nnz))
+            self._groups = (order, ts, runs, lengths)
+        return self._groups
+
+    def prefix(
+        self, inc: np.ndarray, integral: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(K × nnz, K × runs, K × runs, runs)``: the counts each entry sees (the counts
+        at the batch start plus ``inc``, each entry's learned weight into its event's
+        class, of the earlier entries of its token), each token's counts at the start
+        and after the batch (in the order of :meth:`groups`' runs) and whether the
+        batch learned into it.
+
+        ``integral``: every value of ``inc`` is an integer. When the counts at the
+        start are integers too and every sum stays below 2**53, each run's sums are
+        differences of one cumulative sum. Otherwise the runs are summed on their
+        own (a scan by doubling within each run, so no run carries another's
+        rounding) and the counts after the batch are added one entry at a time, in
+        event order, as :meth:`~stream_nb.base.Learner.learn_one` adds them.
+        """
+        order, ts, runs, lengths = self.groups()
+        n_classes = len(self.classes.labels)
+        nnz = self.nnz
+        inc_s = inc.take(order)
+        k_s = self.k_e.take(order)
+        start = self.store.counts.take(ts.take(runs), axis=1)  # K × runs: counts at the start
+        classes = np.arange(n_classes)[:, None]
+        if (
+            integral
+            and float(inc_s.sum()) + float(start.max(initial=0.0)) < _EXACT_INTEGERS
+            and bool((start == np.floor(start)).all())
+        ):
+            # every partial sum of a run is an exact integer: int64 sums (exact, and
+            # several times faster than float64 cumulative sums)
+            learned_i = (k_s[None, :] == classes) * inc_s.astype(np.int64)
+            inclusive = learned_i.cumsum(axis=1)
+            base = inclusive.take(runs, axis=1) - learned_i.take(runs, axis=1)
+            before_i = inclusive - learned_i
+            before_i += (start.astype(np.int64) - base).repeat(lengths, axis=1)
+            before = before_i.astype(np.float64)
+            after = start + (inclusive.take(runs + lengths - 1, axis=1) - base)
+        else:
+            learned = (k_s[None, :] == classes) * inc_s
+            idx = np.flatnonzero(inc_s)
+            before = _exclusive_run_scan(learned, runs, lengths)
+            before += start.repeat(lengths, axis=1)
+            after = _sequential_sums(start, learned, k_s, idx, runs, lengths)
+        unsort = np.empty_like(order)
+        unsort[order] = np.arange(nnz)
+        changed = (after != start).any(axis=0)  # (a learned weight is positive)
+        return before.take(unsort, axis=1), start, after, changed
+
+    def write(
+        self, learner: _TokenLearner, after: np.ndarray, order: list[int], changed: np.ndarray
+    ) -> None:
+        """Store the counts after the batch: the runs ``changed`` (a mask over
+        :meth:`groups`' runs) of ``after`` into the array, the new tokens that joined
+        the vocabulary (``order``, see :meth:`vocabulary`) into the learner's
+        vocabulary; their rows are stale until rebuilt."""
+        store = self.store
+        n_codes = self.n_codes
+        _, ts, runs, _ = self.groups()
+        codes = ts.take(runs)
+        if self.new_tokens:
+            final = np.full(len(self.new_tokens), -1, dtype=np.intp)
+            final[order] = np.arange(n_codes, n_codes + len(order))
+            new = codes >= n_codes
+            codes = codes.copy()
+            codes[new] = final.take(codes[new] - n_codes)
+            changed = changed & (codes >= 0)
+            tokens = self.new_tokens
+            joined = [tokens[j] for j in order]
+            store.add(joined)
+            learner._add_stale_tokens(joined)
+        where = np.flatnonzero(changed)
+        touched = codes.take(where)
+        values = after.take(where, axis=1)
+        for row, new_values in zip(store.counts, values, strict=True):  # (1-D: faster)
+            row[touched] = new_values
+        store.mark(touched)
+        if self.new_tokens:
+            store.mark(np.arange(n_codes, store.n_codes))
+        learner._rows_stale = True
+
+
+def _coded(code: Codes, dicts: Sequence[dict[Any, Any]], nnz: int) -> np.ndarray:
+    """The code of every entry's token, in entry order (``-1``: no code yet), in one
+    C-level loop."""
+    return np.fromiter(map(code.__getitem__, chain.from_iterable(dicts)), np.intp, nnz)
+
+
+def _values(
+    dicts: Sequence[dict[Any, Any]], nnz: int, counts: bool
+) -> tuple[np.ndarray, bool] | None:
+    """The batch's values as float64 in entry order and whether all are integers, or
+    ``None`` for a value the kernels do not take (not an ``int``, ``float`` or
+    ``bool``; for ``counts`` a negative one or one past ``MAX_VALUE``, otherwise one
+    past 2**53)."""
+    if not nnz:
+        return np.zeros(0), True
+    values = list(chain.from_iterable(map(dict.values, dicts)))
+    try:  # integers (and bools) only: one C-level pass that refuses anything else
+        array = np.frombuffer(IntArray("q", values), np.int64)
+    except (TypeError, OverflowError):
+        try:  # dtype found from the values: numbers and bools only give a numeric array
+            array = np.array(values)
+        except (ValueError, TypeError, OverflowError):
+            return None
+    kind = array.dtype.kind
+    if array.ndim != 1 or kind not in "biuf":
+        return None
+    if kind != "f":  # (integers: exact in float64 below 2**53)
+        if counts and array.min() < 0:
+            return None  # negative: rejected per event
+        val = array.astype(np.float64)
+        if not counts and kind in "iu" and not (np.abs(val) <= _EXACT_INTEGERS).all():
+            return None  # (compared with a threshold: exact below 2**53 only)
+        return val, True
+    val = array.astype(np.float64, copy=False)
+    if counts:
+        if not ((val >= 0.0) & (val <= MAX_VALUE)).all():
+            return None  # negative, or beyond the limits: rejected per event
+    elif not (np.abs(val) <= _EXACT_INTEGERS).all():
+        return None
+    return val, bool((val == np.floor(val)).all())
+
+
+def _exclusive_run_scan(a: np.ndarray, runs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Exclusive cumulative sums of the ``K × n`` array ``a`` within each run of columns
+    (runs start at ``runs``): column ``i`` holds the sum of the run's columns before it,
+    summed by doubling (no run's sums carry another's, and no column's own value is
+    added then taken off: a large one would cancel the others' digits)."""
+    n = a.shape[1]
+    position = np.arange(n) - np.repeat(runs, lengths)
+    out = np.zeros_like(a)
+    inner = np.flatnonzero(position > 0)
+    out[:, inner] = a[:, inner - 1]  # (the previous column of the same run)
+    shift = 1
+    longest = int(lengths.max(initial=0))
+    while shift < longest - 1:
+        cols = np.flatnonzero(position > shift)
+        out[:, cols] += out[:, cols - shift]
+        shift *= 2
+    return out
+
+
+def _sequential_sums(
+    start: np.ndarray,
+    learned: np.ndarray,
+    k_s: np.ndarray,
+    idx: np.ndarray,
+    runs: np.ndarray,
+    lengths: np.ndarray,
+) -> np.ndarray:
+    """``K × runs``: ``start`` plus the learned weights of each (run, class), added one
+    at a time in event order, as the per-event path adds them (one round per
+    position within a run: the rounds are as many as the longest run)."""
+    out = start.copy()
+    if not len(idx):
+        return out
+    run_of = np.repeat(np.arange(len(runs)), lengths).take(idx)
+    k = k_s.take(idx)
+    values = learned[k, idx]
+    # position of each learned entry among its (run, class)'s learned entries
+    pair = run_of * learned.shape[0] + k
+    order = np.argsort(pair, kind="stable")
+    pair_sorted = pair.take(order)
+    first = np.empty(len(order), dtype=bool)
+    first[:1] = True
+    np.not_equal(pair_sorted[1:], pair_sorted[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
+    by_round = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank.take(by_round), np.arange(int(rank.max()) + 2))
+    flat = out.reshape(-1)
+    target = k * len(runs) + run_of
+    for r in range(len(bounds) - 1):
+        sel = by_round[bounds[r] : bounds[r + 1]]
+        cells = target.take(sel)  # (distinct within a round)
+        flat[cells] = flat.take(cells) + values.take(sel)
+    return out
 
 
 def token_bound_reached(learner: _TokenLearner, new: int) -> bool:
@@ -353,15 +467,6 @@ def token_bound_reached(learner: _TokenLearner, new: int) -> bool:
     size = len(learner._counts)
     vcap, fcap = learner.max_vocabulary, learner.max_features
     return (vcap is not None and size + new >= vcap) or (fcap is not None and size + new > fcap)
-
-
-def count_totals(batch: TokenBatch, xs: Sequence[Mapping[Any, Any]]) -> list[float]:
-    """Each event's sum of counts, as :func:`~stream_nb.naive_bayes._text.check_counts`
-    adds them (integral counts: exactly, in any order)."""
-    if integral(batch.val):
-        totals: list[float] = batch.per_event(batch.val).tolist()
-        return totals
-    return [sum(x.values()) for x in xs]
 
 
 def class_prefix(classes: BatchClasses, start: Sequence[float]) -> np.ndarray:
@@ -372,11 +477,11 @@ def class_prefix(classes: BatchClasses, start: Sequence[float]) -> np.ndarray:
 
 
 def class_tokens_prefix(
-    classes: BatchClasses, start: Sequence[float], totals: Sequence[float]
+    classes: BatchClasses, start: Sequence[float], totals: np.ndarray
 ) -> np.ndarray:
     """``K × B``: ``T_y`` before each event, ``start`` plus ``Σ total × w`` of the
     class's earlier events of the batch (``totals``: each event's count total)."""
-    added = classes.onehot * np.asarray(totals, dtype=np.float64)[None, :]
+    added = classes.onehot * totals[None, :]
     return running_from(np.asarray(start, dtype=np.float64), added)
 
 
@@ -406,91 +511,49 @@ def normalise(jll: np.ndarray, labels: list[Hashable]) -> KernelResult | None:
     return list(labels), log_proba, best
 
 
-# ---------------------------------------------------------------------- learning
-def integral(*arrays: np.ndarray) -> bool:
-    """Whether every value of ``arrays`` is an integer and their sum stays exact."""
-    return exact_integer_sums(*arrays)
-
-
 def add_class_weights(
     learner: _TokenLearner,
+    batch: TokenBatch,
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
-    totals: Sequence[float] | None,
-) -> int:
+    totals: np.ndarray | None,
+    xs: Sequence[Mapping[Any, Any]],
+) -> None:
     """Add the batch's labelled events to ``N_y``, ``N`` (and ``T_y += total × w``
-    when ``totals`` are given) one event at a time, as :meth:`learn_one` does;
-    returns the number of events learned."""
+    when ``totals``, each event's count total, are given) as :meth:`learn_one` adds
+    them: at once when every sum is an exact integer, else one event at a time
+    (each total then summed as :func:`~stream_nb.naive_bayes._text.check_counts` sums it)."""
+    classes = batch.classes
     class_weight = learner._class_weight
     tokens = learner._class_extra["class_tokens"] if totals is not None else None
+    learner.n_learned += classes.n_labelled
+    starts = [learner._total_weight, *class_weight.values()]
+    if tokens is not None:
+        starts += tokens.values()
+    w = classes.w
+    parts = [np.array(starts), w]
+    if totals is not None:
+        parts.append(totals * w)
+    if batch.integral and exact_integer_sums(*parts):  # (every partial sum is below their total)
+        by_class = classes.onehot.sum(axis=1).tolist()
+        added = (classes.onehot @ totals).tolist() if totals is not None else None
+        labels = classes.labels
+        for k, n in enumerate(by_class):
+            if n:
+                y = labels[k]
+                class_weight[y] += n
+                if tokens is not None and added is not None:
+                    tokens[y] += added[k]
+        learner._total_weight += float(w.take(classes.rows).sum())
+        return
     total_weight = learner._total_weight
-    n = 0
     weights = repeat(1.0) if ws is None else ws
-    sums = repeat(0.0) if totals is None else totals
-    for y, w, s in zip(ys, weights, sums):  # noqa: B905 (same length, checked)
+    sums: Any = repeat(0.0) if totals is None else (sum(x.values()) for x in xs)
+    for y, wi, s in zip(ys, weights, sums):  # noqa: B905 (same length, checked)
         if y is None:
             continue
-        class_weight[y] += w
-        total_weight += w
+        class_weight[y] += wi
+        total_weight += wi
         if tokens is not None:
-            tokens[y] += s * w
-        n += 1
+            tokens[y] += s * wi
     learner._total_weight = total_weight
-    learner.n_learned += n
-    return n
-
-
-def learned_counts(
-    batch: TokenBatch, c0: np.ndarray, inc: np.ndarray, k_e: np.ndarray
-) -> tuple[list[int], list[int], list[float]] | None:
-    """``(token, class, count after the batch)`` of every pair the batch learned into,
-    when every sum is exact (integral counts: then in any order), else ``None``."""
-    idx = np.flatnonzero(inc)
-    if not len(idx):
-        return [], [], []
-    u = len(batch.tokens)
-    pair = k_e.take(idx) * u + batch.tok.take(idx)
-    k_n = c0.shape[0]
-    sums = np.bincount(pair, weights=inc.take(idx), minlength=k_n * u)
-    touched = np.flatnonzero(np.bincount(pair, minlength=k_n * u))
-    start = c0.reshape(-1).take(touched)
-    added = sums.take(touched)
-    if not integral(start, added):
-        return None
-    return (touched % u).tolist(), (touched // u).tolist(), (start + added).tolist()
-
-
-def write_counts(
-    learner: _TokenLearner,
-    codes: TokenCodes,
-    batch: TokenBatch,
-    order: list[int],
-    pairs: tuple[list[int], list[int], list[float]] | None,
-    inc: np.ndarray,
-    k_e: np.ndarray,
-) -> None:
-    """Write plain count rows (class ``k`` at index ``k``) after the batch: the tokens
-    new to the vocabulary in ``order``, then every learned pair (see :func:`learned_counts`;
-    ``None``: the entries ``inc`` added one at a time, in event order), and the same
-    into the codes' counts."""
-    tokens = batch.tokens
-    rows = cast(dict[Any, list[float]], learner._counts)
-    for u in order:
-        rows[tokens[u]] = []
-    if pairs is not None:
-        us, ks, ns = pairs
-        for row, k, n in zip(map(rows.__getitem__, map(tokens.__getitem__, us)), ks, ns):  # noqa: B905
-            if len(row) <= k:
-                row.extend([0.0] * (k + 1 - len(row)))
-            row[k] = n
-        codes.learned(batch, order, pairs)
-        return
-    val, w, ev, tok = batch.val, batch.classes.w, batch.ev, batch.tok
-    for e in np.flatnonzero(inc).tolist():
-        row = rows[tokens[tok[e]]]
-        k = int(k_e[e])
-        if len(row) <= k:
-            row.extend([0.0] * (k + 1 - len(row)))
-        row[k] += float(val[e]) * float(w[ev[e]])
-    codes.add([tokens[u] for u in order])
-    learner._batch_counts_valid = False  # (sums of real weights: rebuilt from the rows)

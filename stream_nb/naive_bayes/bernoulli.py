@@ -202,6 +202,8 @@ class BernoulliNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        if self._rows_stale:
+            self._fresh_rows()
         self._batch_counts_valid = False
         x, on, k = self._start_learning(x, y, w, self._on)
         if k == len(self._hist):
@@ -263,6 +265,7 @@ class BernoulliNB(_TokenLearner):
         return value
 
     def _rebuild(self) -> None:
+        self._fresh_rows()
         n_classes = len(self._class_weight)
         hist: list[dict[float, int]] = [{} for _ in range(n_classes)]
         for row in self._counts.values():
@@ -297,6 +300,8 @@ class BernoulliNB(_TokenLearner):
         if not class_weight:
             return {}
         on = self._on(x)
+        if self._rows_stale:
+            self._fresh_rows()
         features = self._scored_tokens(x)
         if features is not x:
             on = self._on(features)

@@ -6,6 +6,8 @@ import math
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+import numpy as np
+
 from stream_nb._mle import resolve_zero_terms_one
 from stream_nb._params import check_bool
 from stream_nb.base import Capabilities
@@ -158,6 +160,8 @@ class ComplementNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        if self._rows_stale:
+            self._fresh_rows()
         self._batch_counts_valid = False
         x, total, k = self._start_learning(x, y, w, check_counts)
         self._class_extra["class_tokens"][y] += total * w
@@ -228,18 +232,18 @@ class ComplementNB(_TokenLearner):
             self._mle_norms = None
             return
         alpha = self.alpha / self._scale
-        log = _log
-        lw = []
-        terms: list[list[float]] = [[] for _ in self._class_weight]
-        for row in self._counts.values():
-            n_w = sum(row)
-            shifted = n_w + alpha
-            lw.append(log(shifted))
-            for k, n in enumerate(row):
-                if n:
-                    terms[k].append(log(shifted / (n_w - n + alpha)))
-        self._sum_log_total = _fsum(lw)
-        self._sum_d = [_fsum(t) for t in terms]
+        # (one K × V array, whichever layout holds the counts: the same floats either way)
+        counts = self._count_matrix()
+        n_w = np.zeros(counts.shape[1])
+        for row in counts:  # (added in class order, as sum(row) adds a token's counts)
+            n_w += row
+        shifted = n_w + alpha
+        self._sum_log_total = _fsum(np.log(shifted).tolist())
+        with np.errstate(divide="ignore"):
+            self._sum_d = [
+                _fsum(np.log(shifted[n > 0] / (n_w[n > 0] - n[n > 0] + alpha)).tolist())
+                for n in counts
+            ]
         self._updates = 0
         self._sums_alpha = alpha
 
@@ -271,6 +275,8 @@ class ComplementNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
+        if self._rows_stale:
+            self._fresh_rows()
         x = self._weighted(self._scored_tokens(x))
         counts = self._counts
         vocabulary = len(counts)

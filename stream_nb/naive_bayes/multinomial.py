@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import zip_longest
 from typing import Any
+
+import numpy as np
 
 from stream_nb._mle import resolve_zero_terms_one, split_terms_one
 from stream_nb._params import check_bool, check_class_prior, log_prior
@@ -99,6 +101,7 @@ class MultinomialNB(_TokenLearner):
     )
 
     _EXTRA = ("class_tokens",)  # T_y
+    _ROW_LAYOUT = (2, 2)  # (see __init__)
     _KERNEL_MLE = True  # (see _count_kernels.multinomial_kernel)
 
     def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None]:
@@ -155,6 +158,8 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ learning
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
+        if self._rows_stale:
+            self._fresh_rows()
         self._batch_counts_valid = False
         x, (total, smallest), k = self._start_learning(x, y, w, count_stats)
         self._class_extra["class_tokens"][y] += total * w
@@ -199,6 +204,8 @@ class MultinomialNB(_TokenLearner):
         if not class_weight:
             return {}
         check_counts(x)
+        if self._rows_stale:
+            self._fresh_rows()
         x = self._weighted(self._scored_tokens(x))
         if self.alpha == 0:
             return self._mle_scores(x)
@@ -278,6 +285,7 @@ class MultinomialNB(_TokenLearner):
 
     # ------------------------------------------------------------------ row layout
     def _sparse_counts(self) -> dict[str, dict[Hashable, float]]:
+        self._fresh_rows()
         labels = list(self._class_weight)
         return {
             token: {labels[i // 2 - 1]: row[i] for i in range(2, len(row), 2) if row[i]}
@@ -293,6 +301,24 @@ class MultinomialNB(_TokenLearner):
             rows[token] = row
         self._counts = rows
 
+    def _rows_from_columns(self, tokens: Sequence[Any], columns: Any) -> None:
+        # the rows' layout, log1p(N/α) with math.log1p as _learn computes it
+        n_classes, n = columns.shape
+        full = np.zeros((n, 2 * n_classes + 1))
+        full[:, 0] = 1.0
+        counts = columns.T
+        full[:, 2::2] = counts
+        if self._cache_logs:
+            scaled = (counts * self._inv_alpha).ravel().tolist()
+            full[:, 1::2] = np.fromiter(map(_log1p, scaled), np.float64, len(scaled)).reshape(
+                n, n_classes
+            )
+        nonzero = counts != 0
+        classes = (n_classes - np.argmax(nonzero[:, ::-1], axis=1)) * nonzero.any(axis=1)
+        rows = self._counts
+        for token, row, k in zip(tokens, full.tolist(), classes.tolist(), strict=True):
+            rows[token] = row if k == n_classes else row[: 2 * k + 1]
+
     def _rebuild(self) -> None:
         if not self._cache_logs:
             return
@@ -302,6 +328,7 @@ class MultinomialNB(_TokenLearner):
                 row[i - 1] = _log1p(row[i] * inv_alpha)
 
     def _rescale(self, factor: float) -> None:
+        self._fresh_rows()
         self._batch_counts_valid = False
         rescale(self._class_weight, factor)
         self._total_weight *= factor
@@ -311,6 +338,7 @@ class MultinomialNB(_TokenLearner):
         self._rebuild()
 
     def _size(self) -> tuple[int, int, int]:
+        self._fresh_rows()
         classes = len(self._class_weight)
         stored = 2 * classes + sum(map(len, self._counts.values()))
         return classes, len(self._counts), stored
