@@ -21,11 +21,10 @@ from stream_nb.engine.settings import (
     _COLUMNS_MIN_BATCH,
     _EVALUATOR_MATRIX_CLASSES,
     _OPT_NON_STR,
-    _TEMPLATE_MAX_CLASSES,
-    _TEMPLATE_TYPES,
     ErrorPolicy,
 )
 from stream_nb.engine.tally import BatchTally
+from stream_nb.engine.template import LineTemplate
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
@@ -80,10 +79,7 @@ class ColumnPath:
         self.skip = 0
         # (labels, their JSON object keys): see json_keys
         self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
-        # (labels, pairs, the rest of a line, column of a label): see block_lines
-        self._line_template: (
-            tuple[list[Hashable], list[bytes], bytes, dict[Hashable, int]] | None
-        ) = None
+        self._template = LineTemplate()
 
     def state(self) -> list[int]:
         """``[misses, skip]``, as a snapshot stores them."""
@@ -356,80 +352,10 @@ class ColumnPath:
         return log_probas
 
     def block_lines(self, batch: ColumnBatch, result: KernelResult) -> list[bytes] | None:
-        """The prediction records of a labelled block, or ``None``.
-
-        Byte for byte what ``orjson.dumps`` gives for the record dicts, built
-        without them: one ``%`` format of a line template per event; the
-        positions from the block's own format
-        (:meth:`~stream_nb.connectors.base.Block.position_format`), the ids
-        (when every event has one) as ``orjson`` writes each; the floats
-        rendered by ``orjson`` (a list of them in one call, split at the
-        commas); the text from ``"y_pred"`` to the first log-probability's
-        key precomputed for every (predicted, true) pair of classes. Taken
-        when the labels and the batch's true labels are all ``int``, ``str``
-        or ``bool`` of one type (so a label's text is its class's text), their
-        object keys are distinct and there are at most 64 classes.
-        """
-        labels, log_proba, best = result
-        block, ys, ids, n_before = batch.block, batch.ys, batch.ids, batch.n_before
-        assert block is not None
-        b = len(ys)
-        k = len(labels)
-        label_type = type(labels[0])
-        if k > _TEMPLATE_MAX_CLASSES or label_type not in _TEMPLATE_TYPES:
-            return None
-        if set(map(type, labels)) != {label_type} or set(map(type, ys)) != {label_type}:
-            return None
-        id_texts: list[list[bytes]] = []
-        if ids is not None:
-            if None in ids:
-                return None  # some records without "id": the dicts
-            try:
-                id_texts = [list(map(orjson.dumps, ids))]
-            except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits
-                return None
-        cached = self._line_template
-        if cached is None or cached[0] != labels:
-            try:
-                texts = [orjson.dumps(label) for label in labels]
-                keys = [orjson.dumps({label: 0}, option=_OPT_NON_STR)[1:-3] for label in labels]
-            except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits
-                return None
-            if len(set(keys)) != len(keys):
-                return None  # e.g. 1 and "1": the dict path shows what orjson does
-            # pair p * k + t: '"y_pred":P,"y_true":T,"log_proba":{KEY0:'
-            pairs = [
-                b'"y_pred":' + predicted + b',"y_true":' + true + b',"log_proba":{' + keys[0] + b":"
-                for predicted in texts
-                for true in texts
-            ]
-            rest = b"".join(b"," + key.replace(b"%", b"%%") + b":%b" for key in keys[1:])
-            column_of = {label: j for j, label in enumerate(labels)}
-            cached = self._line_template = (list(labels), pairs, rest, column_of)
-        _, pairs, rest, column_of = cached
-        position, position_columns = block.position_format()
-        line = (
-            (b'{"id":%b,"position":' if id_texts else b'{"position":')
-            + position
-            + b",%b%b"
-            + rest
-            + b'},"n_learned":%d}'
-        )
-        pair = best * k
-        pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
-        # each class's column as one JSON array, cut at the commas (no float's text
-        # holds one); orjson writes float64 array items as it writes Python floats
-        by_class = np.ascontiguousarray(log_proba.T)
-        option = orjson.OPT_SERIALIZE_NUMPY
-        floats = [orjson.dumps(column, option=option)[1:-1].split(b",") for column in by_class]
-        rows = zip(  # noqa: B905 (all b long)
-            *id_texts,
-            *position_columns,
-            map(pairs.__getitem__, pair.tolist()),
-            *floats,
-            range(n_before, n_before + b),
-        )
-        return list(map(line.__mod__, rows))
+        """The prediction records of a labelled block from the line template
+        (:class:`~stream_nb.engine.template.LineTemplate`), or ``None``."""
+        assert batch.block is not None
+        return self._template.lines(batch.block, batch.ys, batch.ids, batch.n_before, result)
 
     def json_keys(self, labels: list[Hashable]) -> list[Hashable]:
         """The labels as the strings JSON shows as object keys (``OPT_NON_STR_KEYS``'s text),
