@@ -77,6 +77,9 @@ class KafkaSink(Sink):
 
     #: What the records are, in messages and metric labels.
     role = "predictions"
+    #: Whether :meth:`write_keyed` may send a batch as it is (records within the limit,
+    #: no headers): a record is then sent as given, without :meth:`_prepare`.
+    batched = True
 
     def __init__(
         self,
@@ -191,7 +194,7 @@ class KafkaSink(Sink):
         longest = max(map(len, values))
         if keys is not None:
             longest += max(map(len, filter(None, keys)), default=0)
-        if (headers is not None and any(headers)) or longest + 256 > self.limit:
+        if not self.batched or (headers is not None and any(headers)) or longest + 256 > self.limit:
             for i, value in enumerate(values):
                 self.write(
                     value,
@@ -393,6 +396,7 @@ class KafkaDeadLetterSink(KafkaSink):
     """
 
     role = "dead_letters"
+    batched = False  # (every letter gets its own headers and a bounded payload)
 
     def _prepare(self, value: bytes, headers: Headers | None) -> _Form:
         """The letter with its payload cut to the bound, and headers: stream-nb's own

@@ -13,7 +13,13 @@ from kafka_helpers import read_topic
 from test_kafka_stays_up import create_topics, set_topic_config
 
 from stream_nb import SinkError
-from stream_nb.connectors.kafka import KafkaSink, KafkaSource
+from stream_nb.connectors.kafka import (
+    HEADER_OFFSET,
+    HEADER_REASON,
+    KafkaDeadLetterSink,
+    KafkaSink,
+    KafkaSource,
+)
 from stream_nb.connectors.kafka.block import MessageBlock
 
 
@@ -184,3 +190,28 @@ def test_a_failed_delivery_fails_the_flush(
         sink.flush()
     assert sink.written == 0
     sink.close()  # (after a failure: without waiting)
+
+
+def test_dead_letters_in_a_keyed_batch_name_their_reason_and_source(
+    kafka_bootstrap: str, unique: str, kafka_client: str
+) -> None:
+    """A dead-letter sink given a batch prepares each letter as ``write`` does."""
+    dlq = f"kb-dlq-{unique}"
+    create_topics(kafka_bootstrap, {dlq: {}})
+    letter = orjson.dumps(
+        {
+            "reason": "invalid_json",
+            "position": {"topic": "events", "partition": 2, "offset": 41},
+            "error": "bad",
+            "payload": "{oops",
+        }
+    )
+    letters = KafkaDeadLetterSink(kafka_bootstrap, dlq, client=kafka_client)
+    letters.write_keyed([letter, letter], [b"k1", None], None)
+    letters.flush()
+    letters.close()
+    got = read_topic(kafka_bootstrap, dlq, 1)
+    assert [m.key for m in got] == [b"k1", None]
+    for message in got:
+        headers = dict(message.headers)
+        assert headers[HEADER_REASON] == b"invalid_json" and headers[HEADER_OFFSET] == b"41"
