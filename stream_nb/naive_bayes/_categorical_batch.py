@@ -423,8 +423,9 @@ def values_within_caps(
     """Whether learning these columns (one per feature) meets no ``max_values`` of
     ``stats`` (a model and its tracked delta): in each, every feature's learned values
     plus its column's distinct values stay within the cap, so every value is learned as
-    it is, as ``learn_one`` would learn it. ``False`` for an unhashable value (the
-    per-event path names it).
+    it is, as ``learn_one`` would learn it. A column shorter than a cap's room needs no
+    count of its distinct values. ``False`` for an unhashable value that had to be
+    counted (the per-event path names it).
 
     Examples
     --------
@@ -434,21 +435,25 @@ def values_within_caps(
     True
     >>> values_within_caps([stats], ["sky"], [["snow", "rain", "fog"]])
     False
+    >>> values_within_caps([CategoricalStatistics(max_values=10)], ["sky"], [[["a list"]]])
+    True
     """
     capped = [(s.counts, s.max_values) for s in stats if s.max_values is not None]
     if not capped:
         return True
     for feature, column in zip(features, columns, strict=True):
-        try:
-            new = set(column)
-        except TypeError:
-            return False
+        new: set[Any] | None = None
         for counts, cap in capped:
             values = counts.get(feature)
-            if values is None:
-                if len(new) > cap:
+            known = 0 if values is None else n_real(values)
+            if known + len(column) <= cap:
+                continue  # (even if every value were new)
+            if new is None:
+                try:
+                    new = set(column)
+                except TypeError:
                     return False
-            elif n_real(values) + len(new - values.keys()) > cap:
+            if known + len(new if values is None else new - values.keys()) > cap:
                 return False
     return True
 
