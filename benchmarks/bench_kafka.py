@@ -11,24 +11,32 @@ The events are produced to a 4-partition topic first (not timed). Each scenario
 then starts real subprocesses and is timed from spawn until the output topic holds
 one record per event; start-up and the group join are included in the wall time,
 and the *steady* rate counts from the first output record. CPU is the
-subprocesses' own (user + system, every client thread included), measured after
-they ended.
+subprocesses' own (user + system, every client thread included): in total (start-up
+and stop included, measured after they ended), and *after start-up*, from the first
+output record to the last (read from ``/proc``), which is the cost per event. The
+measured processes run with compiled bytecode, as an installed package has it (kept
+in a temporary ``PYTHONPYCACHEPREFIX``, whatever ``PYTHONDONTWRITEBYTECODE`` says);
+every scenario first runs once, untimed, on 2,000 events to compile it and warm the
+broker.
 
-Scenarios, for each client (``kafka-python`` and ``confluent``, i.e. librdkafka):
+Scenarios, for each client (``kafka-python`` and ``confluent``, i.e. librdkafka;
+``--clients`` picks):
 
 * ``raw loop``: the ceiling of a Kafka-to-Kafka Python process on that client, a
   consumer-group member that polls, ``orjson.loads`` each value, ``orjson.dumps`` a
   small record and produces it (same consumer and producer settings as the
   connector: ``acks=all``, ``linger_ms=5``, 512 KiB batches, up to 2048 records per
-  poll), no model, no commits;
+  poll), no model, no commits; its process imports only the client and orjson;
 * ``daemon``: ``stream-nb run`` at-least-once (checkpoints every 5 s);
 * ``daemon, exactly-once``: ``exactly_once=true&sync_interval=1``.
 
-``--sync`` adds two kafka-python daemons in one group with model sync. Turns
-alternate (every scenario once, then again, ``--repeats`` times); the tables give
-the median and best of each rate, and each daemon's rate as a share of its
-client's raw loop in the same run. Results go to ``benchmarks/results/kafka.json``
-and ``kafka.md`` with the machine description.
+``--baseline PATH/TO/stream-nb`` adds both daemons of another checkout (its own
+virtualenv's ``stream-nb``) to every turn, as ``(baseline)`` rows. ``--sync`` adds
+two kafka-python daemons in one group with model sync. Turns alternate (every
+scenario once, then again, ``--repeats`` times); the tables give the median and
+best of each rate, and each daemon's rate as a share of its client's raw loop in
+the same run. Results go to ``benchmarks/results/kafka.json`` and ``kafka.md`` with
+the machine description.
 """
 
 from __future__ import annotations
@@ -45,12 +53,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from benchmarks.bench_engine import _children_cpu, machine
-from stream_nb.datasets import agrawal
+# (the raw loops run in this module's own process: it imports nothing else at start, so
+# that their CPU is the client's loop and orjson, not stream-nb's or numpy's imports)
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 4
@@ -72,6 +80,8 @@ def _create(bootstrap: str, topics: list[str], partitions: int) -> None:
 
 def _produce(bootstrap: str, topic: str, n: int, seed: int) -> None:
     from kafka import KafkaProducer
+
+    from stream_nb.datasets import agrawal
 
     _create(bootstrap, [topic], PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
@@ -212,22 +222,39 @@ def _daemon_args(
     ]
 
 
+def _process_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system, every thread) the live processes ``pids`` used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def run_timed(
     commands: list[list[str]], watcher: _Watcher, out: str, n: int, env: dict[str, str]
 ) -> dict[str, Any]:
     """Start ``commands`` and time them until ``out`` holds ``n`` records."""
+    from benchmarks.bench_engine import _children_cpu
+
     procs = []
     cpu0, start = _children_cpu(), time.perf_counter()
     for command in commands:
         procs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env))
+    pids = [p.pid for p in procs]
     first = None
     try:
         while True:
             done = watcher.records(out)
             now = time.perf_counter()
             if done and first is None:
-                first = (now, done)
+                first = (now, done, _process_cpu(pids))
             if done >= n:
+                steady_cpu = _process_cpu(pids) - first[2]
                 break
             if any(p.poll() not in (None, 0) for p in procs):
                 raise RuntimeError(f"a benchmark process exited early: {commands}")
@@ -247,26 +274,25 @@ def run_timed(
         "events_per_s": n / wall,
         "events_per_s_steady": steady,
         "events_per_s_cpu": n / cpu if cpu > 0 else None,
+        # from the first output record to the last: the per-event cost, start-up and
+        # stop left out (None when the CPU clock did not tick in between)
+        "events_per_s_cpu_steady": (n - first[1]) / steady_cpu if steady_cpu > 0 else None,
     }
 
 
-def scenarios(with_sync: bool) -> list[dict[str, Any]]:
-    """Every scenario: label, client, kind (``raw`` or ``daemon``), workers, URL query."""
+def scenarios(
+    with_sync: bool, clients: tuple[str, ...] = CLIENTS, baseline: str | None = None
+) -> list[dict[str, Any]]:
+    """Every scenario: label, client, kind (``raw`` or ``daemon``), workers, URL query, and
+    for the ``baseline`` daemons the ``stream-nb`` executable they run."""
+    daemons = [("daemon", ""), ("daemon, exactly-once", "&exactly_once=true&sync_interval=1")]
     out: list[dict[str, Any]] = []
-    for client in CLIENTS:
+    for client in clients:
         out.append({"scenario": "raw loop", "client": client, "kind": "raw", "workers": 1})
-        out.append(
-            {"scenario": "daemon", "client": client, "kind": "daemon", "workers": 1, "query": ""}
-        )
-        out.append(
-            {
-                "scenario": "daemon, exactly-once",
-                "client": client,
-                "kind": "daemon",
-                "workers": 1,
-                "query": "&exactly_once=true&sync_interval=1",
-            }
-        )
+        for exe, suffix in [(None, "")] + ([] if baseline is None else [(baseline, " (baseline)")]):
+            for label, query in daemons:
+                spec = {"scenario": label + suffix, "client": client, "kind": "daemon"}
+                out.append({**spec, "workers": 1, "query": query, "exe": exe})
     if with_sync:
         out.append(
             {
@@ -280,20 +306,24 @@ def scenarios(with_sync: bool) -> list[dict[str, Any]]:
     return out
 
 
-def run_scenario(
-    spec: dict[str, Any],
-    exe: str,
-    model: str,
-    bootstrap: str,
-    topic: str,
-    n: int,
-    watcher: _Watcher,
-) -> dict[str, Any]:
+class Setting(NamedTuple):
+    """What every scenario of a run shares."""
+
+    exe: str  # this checkout's stream-nb
+    model: str
+    bootstrap: str
+    watcher: _Watcher
+    env: dict[str, str]  # of the measured processes
+
+
+def run_scenario(spec: dict[str, Any], setting: Setting, topic: str, n: int) -> dict[str, Any]:
+    """Run ``spec`` over the ``n`` events of ``topic`` and time it."""
+    exe, model, bootstrap, watcher, env = setting
     tag = uuid.uuid4().hex[:8]
     out = f"bench-out-{tag}"
     # created before the clock starts (one partition, as a broker creates them on first use)
     _create(bootstrap, [out, f"{out}-dlq"], 1)
-    env = dict(os.environ, STREAM_NB_KAFKA_CLIENT=spec["client"])
+    env = dict(env, STREAM_NB_KAFKA_CLIENT=spec["client"])
     if spec["kind"] == "raw":
         command = [sys.executable, "-m", "benchmarks.bench_kafka", "--raw", spec["client"]]
         command += ["--bootstrap", bootstrap, "--topic", topic, "--out", out]
@@ -302,8 +332,11 @@ def run_scenario(
     tmp = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
     query = spec["query"].format(topic=topic)
     try:
+        program = spec.get("exe") or exe
         commands = [
-            _daemon_args(exe, model, bootstrap, topic, out, f"bench-{tag}", w, query, tmp / f"w{w}")
+            _daemon_args(
+                program, model, bootstrap, topic, out, f"bench-{tag}", w, query, tmp / f"w{w}"
+            )
             for w in range(spec["workers"])
         ]
         return run_timed(commands, watcher, out, n, env)
@@ -311,12 +344,21 @@ def run_scenario(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def measured_env(cache: Path) -> dict[str, str]:
+    """The environment of the measured processes: compiled bytecode kept in ``cache``
+    (as an installed package has it), whatever ``PYTHONDONTWRITEBYTECODE`` says here."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def summarise(spec: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Median and best of each rate over the repeats."""
-    row = {k: v for k, v in spec.items() if k != "query"}
+    row = {k: v for k, v in spec.items() if k not in ("query", "exe")}
     row["runs"] = runs
-    for key in ("events_per_s", "events_per_s_steady", "events_per_s_cpu"):
-        values = [r[key] for r in runs if r[key] is not None]
+    keys = ("events_per_s", "events_per_s_steady", "events_per_s_cpu", "events_per_s_cpu_steady")
+    for key in keys:
+        values = [r[key] for r in runs if r.get(key) is not None]
         row[f"{key}_median"] = statistics.median(values) if values else None
         row[f"{key}_best"] = max(values) if values else None
     return row
@@ -329,7 +371,7 @@ def shares(rows: list[dict[str, Any]]) -> None:
         ceiling = raw.get(row["client"])
         if row["kind"] != "daemon" or ceiling is None:
             continue
-        for key in ("events_per_s_steady", "events_per_s_cpu"):
+        for key in ("events_per_s_steady", "events_per_s_cpu", "events_per_s_cpu_steady"):
             for stat in ("median", "best"):
                 a, b = row[f"{key}_{stat}"], ceiling[f"{key}_{stat}"]
                 row[f"share_{key}_{stat}"] = a / b if a and b else None
@@ -354,22 +396,23 @@ def write_results(result: dict[str, Any], output: Path) -> None:
         f"the same machine, {result['repeats']} alternating turns (median / best); machine: "
         f"{m['cpu']}, {m['cores']} cores, load {m['load_average'][0]:.1f}, Python {m['python']}",
         "",
-        "| client | scenario | events/s steady (median / best) | events per CPU-s "
-        "(median / best) | share of the raw loop, CPU (median / best) | share, steady "
-        "(median / best) |",
-        "|---|---|---:|---:|---:|---:|",
+        "| client | scenario | events per CPU-s (median / best) | share of the raw loop "
+        "(median / best) | events per CPU-s after start-up (median / best) | share after "
+        "start-up (median / best) | events/s steady, wall (median / best) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
-        scenario = row["scenario"]
-        lines.append(
-            f"| {row['client']} | {scenario} | {_rate(row['events_per_s_steady_median'])} / "
-            f"{_rate(row['events_per_s_steady_best'])} | "
-            f"{_rate(row['events_per_s_cpu_median'])} / {_rate(row['events_per_s_cpu_best'])} | "
-            f"{_share(row.get('share_events_per_s_cpu_median'))} / "
-            f"{_share(row.get('share_events_per_s_cpu_best'))} | "
-            f"{_share(row.get('share_events_per_s_steady_median'))} / "
-            f"{_share(row.get('share_events_per_s_steady_best'))} |"
+        cells = [row["client"], row["scenario"]]
+        for key in ("events_per_s_cpu", "events_per_s_cpu_steady"):
+            cells.append(f"{_rate(row.get(key + '_median'))} / {_rate(row.get(key + '_best'))}")
+            cells.append(
+                f"{_share(row.get(f'share_{key}_median'))} / {_share(row.get(f'share_{key}_best'))}"
+            )
+        cells.append(
+            f"{_rate(row.get('events_per_s_steady_median'))} / "
+            f"{_rate(row.get('events_per_s_steady_best'))}"
         )
+        lines.append("| " + " | ".join(cells) + " |")
     (output / "kafka.md").write_text("\n".join(lines) + "\n")
 
 
@@ -380,6 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sync", action="store_true", help="add 2 daemons with model sync")
+    parser.add_argument(
+        "--clients",
+        default=",".join(CLIENTS),
+        help="comma-separated Kafka clients to run (kafka-python, confluent)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="STREAM_NB",
+        help="another stream-nb executable (e.g. an older checkout's) whose daemons run "
+        "in the same turns, as '(baseline)' rows",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     # one raw loop (a subprocess of a benchmark run)
     parser.add_argument("--raw", choices=CLIENTS, help=argparse.SUPPRESS)
@@ -400,18 +454,27 @@ def main(argv: list[str] | None = None) -> int:
         broker = KafkaBroker(heap="1g")
         broker.start()
         bootstrap = broker.bootstrap
-    specs = scenarios(args.sync)
+    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
+    unknown = set(clients) - set(CLIENTS)
+    if unknown or not clients:
+        parser.error(f"--clients: expected some of {', '.join(CLIENTS)}, got {args.clients!r}")
+    specs = scenarios(args.sync, clients, args.baseline)
     runs: list[list[dict[str, Any]]] = [[] for _ in specs]
+    cache = Path(tempfile.mkdtemp(prefix="bench-kafka-pycache-"))
     try:
         topic = f"bench-events-{uuid.uuid4().hex[:8]}"
         _produce(bootstrap, topic, args.events, args.seed)
+        warm = min(args.events, 2000)
+        _produce(bootstrap, f"{topic}-warm", warm, args.seed + 1)
         watcher = _Watcher(bootstrap)
+        setting = Setting(exe, args.model, bootstrap, watcher, measured_env(cache))
         try:
+            # every scenario once, untimed: bytecode compiled and cached, broker warm
+            for spec in specs:
+                run_scenario(spec, setting, f"{topic}-warm", warm)
             for turn in range(args.repeats):
                 for spec, found in zip(specs, runs, strict=True):
-                    run = run_scenario(
-                        spec, exe, args.model, bootstrap, topic, args.events, watcher
-                    )
+                    run = run_scenario(spec, setting, topic, args.events)
                     found.append(run)
                     print(
                         f"turn {turn + 1}: {spec['client']}, {spec['scenario']}: "
@@ -422,12 +485,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             watcher.close()
     finally:
+        shutil.rmtree(cache, ignore_errors=True)
         if broker is not None:
             broker.close()
+    from benchmarks.bench_engine import machine
+
     rows = [summarise(spec, found) for spec, found in zip(specs, runs, strict=True)]
     shares(rows)
     result = {
         "events": args.events,
+        "baseline": args.baseline,
         "partitions": PARTITIONS,
         "model": args.model,
         "repeats": args.repeats,

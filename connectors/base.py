@@ -31,13 +31,22 @@ engine is :class:`EngineHooks`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from stream_nb.base import Learner
 
-__all__ = ["EngineHooks", "Headers", "LineBlock", "Record", "Sink", "Source", "whole_number"]
+__all__ = [
+    "Block",
+    "EngineHooks",
+    "Headers",
+    "LineBlock",
+    "Record",
+    "Sink",
+    "Source",
+    "whole_number",
+]
 
 #: Message headers as sinks take them: ``(name, value)`` pairs, in order.
 Headers: TypeAlias = list[tuple[str, bytes]]
@@ -94,8 +103,45 @@ class Record(NamedTuple):
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
+class Block(Protocol):
+    """A batch of records as columns, without one :class:`Record` per record.
+
+    Sources that can hand out their records this way offer
+    ``next_block(max_records, timeout) -> Block | None`` beside
+    :meth:`Source.next_batch` (``None``: nothing came); the engine's column path reads
+    whole blocks, and writes their prediction records from one template per batch
+    (:meth:`position_format`) with the records' keys and headers
+    (:meth:`Sink.write_keyed`). :class:`LineBlock` is the line sources' block.
+    """
+
+    @property
+    def payloads(self) -> list[bytes]:
+        """Each record's raw bytes, in order."""
+
+    def records(self) -> list[Record]:
+        """One :class:`Record` per record (what :meth:`Source.next_batch` would give)."""
+
+    def positions(self) -> list[dict[str, Any]]:
+        """The position of every record, as its :class:`Record` would carry it."""
+
+    def position_format(self) -> tuple[bytes, list[Sequence[Any]]]:
+        """The positions as JSON text: a ``%``-format and its columns, such that
+        ``fmt % row`` for each row of ``zip(*columns)`` is ``orjson.dumps`` of that
+        record's position."""
+
+    def keys(self) -> Sequence[bytes | None] | None:
+        """Each record's message key, or ``None`` when no record has one."""
+
+    def headers(self) -> Sequence[Headers | None] | None:
+        """Each record's headers (``None``: none), or ``None`` when no record has any."""
+
+    def last_timestamp(self) -> float | None:
+        """The newest source timestamp among the records (``None``: none known)."""
+
+
 class LineBlock(NamedTuple):
-    """Consecutive lines of a line source, without one :class:`Record` per line.
+    """Consecutive lines of a line source, without one :class:`Record` per line: a
+    :class:`Block`.
 
     Line ``first + i`` of the source starts at byte ``offsets[i]`` and holds
     ``payloads[i]``. Sources that read lines offer ``next_block`` beside
@@ -106,6 +152,9 @@ class LineBlock(NamedTuple):
     >>> block = LineBlock([b'{"a": 1}', b'{"a": 2}'], 3, [40, 49])
     >>> [r.position for r in block.records()]
     [{'line': 3, 'offset': 40}, {'line': 4, 'offset': 49}]
+    >>> fmt, columns = block.position_format()
+    >>> [fmt % row for row in zip(*columns)]
+    [b'{"line":3,"offset":40}', b'{"line":4,"offset":49}']
     """
 
     payloads: list[bytes]
@@ -121,6 +170,11 @@ class LineBlock(NamedTuple):
             )
         ]
 
+    def position_format(self) -> tuple[bytes, list[Sequence[Any]]]:
+        """The lines' positions as JSON text (see :meth:`Block.position_format`)."""
+        first = self.first
+        return b'{"line":%d,"offset":%d}', [range(first, first + len(self.offsets)), self.offsets]
+
     def records(self) -> list[Record]:
         """One :class:`Record` per line."""
         new = tuple.__new__
@@ -128,6 +182,18 @@ class LineBlock(NamedTuple):
             new(Record, (payload, position, None, None, ()))
             for payload, position in zip(self.payloads, self.positions())  # noqa: B905
         ]
+
+    def keys(self) -> None:
+        """Lines have no keys."""
+        return None
+
+    def headers(self) -> None:
+        """Lines have no headers."""
+        return None
+
+    def last_timestamp(self) -> None:
+        """Lines have no timestamps."""
+        return None
 
 
 class Source(abc.ABC):
@@ -205,6 +271,26 @@ class Sink(abc.ABC):
         column path hands over a whole batch this way.
         """
         self.write_many(block.split(b"\n"))
+
+    def write_keyed(
+        self,
+        values: list[bytes],
+        keys: Sequence[bytes | None] | None,
+        headers: Sequence[Headers | None] | None,
+    ) -> None:
+        """Buffer several records in order, with their keys and headers (``None``: no
+        record has any); the same as :meth:`write` on each.
+
+        The engine's column path hands a keyed sink (``uses_keys``) a whole batch this
+        way; sinks that send each record (Kafka) override it with one tight loop.
+        """
+        write = self.write
+        for i, value in enumerate(values):
+            write(
+                value,
+                key=None if keys is None else keys[i],
+                headers=None if headers is None else headers[i],
+            )
 
     @abc.abstractmethod
     def flush(self) -> None:

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from kafka import errors as kerrors
 from kafka.future import Future
 
 from stream_nb._exceptions import ConfigError, StreamNBError
-from stream_nb.connectors.base import Record
+from stream_nb.connectors.kafka.block import MessageBlock
+from stream_nb.connectors.kafka.delivery import KafkaPythonProducer
 from stream_nb.connectors.kafka.url import log
 from stream_nb.engine.runtime import CallTimeout, call_within
 
@@ -167,13 +169,25 @@ class TroubleLog:
 #: Broker trouble of every Kafka connector of this process.
 trouble = TroubleLog(log)
 
+# kafka-python's ConsumerRecord fields, read in C
+_VALUE = operator.attrgetter("value")
+_OFFSET = operator.attrgetter("offset")
+_KEY = operator.attrgetter("key")
+_HEADERS = operator.attrgetter("headers")
+
+
+def _timestamp(message: Any) -> float | None:
+    """A kafka-python record's timestamp in seconds."""
+    stamp = message.timestamp
+    return stamp / 1000.0 if stamp is not None else None
+
 
 class ClientAdapter:
     """kafka-python for the connector, and the three things it offers no public API for.
 
     The connector makes its clients (:meth:`consumer`, :meth:`producer`), subscribes
-    (:meth:`subscribe`), polls (:meth:`poll`) and turns what it polled into records
-    (:meth:`records`) through this class, so that
+    (:meth:`subscribe`), polls (:meth:`poll`) and turns what it polled into a block of
+    records (:meth:`block`) through this class, so that
     :class:`~stream_nb.connectors.kafka.confluent.ConfluentAdapter` can do the same with
     librdkafka: every other line of the connector is the same for both clients, which
     offer the kafka-python consumer and producer methods it calls.
@@ -206,8 +220,8 @@ class ClientAdapter:
 
     @staticmethod
     def producer(**options: Any) -> Any:
-        """A producer with kafka-python's options."""
-        return KafkaProducer(**options)
+        """A producer with kafka-python's options (and the sinks' ``deliveries``)."""
+        return KafkaPythonProducer(**options)
 
     @staticmethod
     def subscribe(consumer: Any, topics: list[str], listener: Any) -> None:
@@ -217,30 +231,35 @@ class ClientAdapter:
     @staticmethod
     def poll(consumer: Any, max_records: int, timeout_ms: int) -> Any:
         """Up to ``max_records`` messages, waiting at most ``timeout_ms`` (rebalances run
-        inside); hand the result to :meth:`records`."""
+        inside); hand the result to :meth:`block`."""
         return consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
 
     @staticmethod
-    def records(polled: Any, positions: dict[Any, int]) -> list[Record]:
-        """The records of what :meth:`poll` returned; ``positions`` gets the next offset of
-        every partition they came from."""
-        out: list[Record] = []
-        append = out.append
-        for tp, messages in polled.items():
-            topic, partition = tp.topic, tp.partition
-            for m in messages:
-                append(
-                    Record(
-                        payload=m.value if m.value is not None else b"",
-                        position={"topic": topic, "partition": partition, "offset": m.offset},
-                        key=m.key,
-                        timestamp=m.timestamp / 1000.0 if m.timestamp is not None else None,
-                        headers=tuple((k, v or b"") for k, v in (m.headers or ())),
-                    )
-                )
-            if messages:
-                positions[tp] = messages[-1].offset + 1
-        return out
+    def block(polled: Any, positions: dict[Any, int]) -> MessageBlock:
+        """What :meth:`poll` returned, as one block of columns; ``positions`` gets the next
+        offset of every partition it came from."""
+        messages: list[Any] = []
+        topics: list[str] = []
+        partitions: list[int] = []
+        for tp, batch in polled.items():
+            if batch:
+                messages += batch
+                topics += [tp.topic] * len(batch)
+                partitions += [tp.partition] * len(batch)
+                positions[tp] = batch[-1].offset + 1
+        payloads = list(map(_VALUE, messages))
+        if None in payloads:
+            payloads = [b"" if v is None else v for v in payloads]
+        return MessageBlock(
+            messages,
+            payloads,
+            topics,
+            partitions,
+            list(map(_OFFSET, messages)),
+            list(map(_KEY, messages)),
+            list(map(_HEADERS, messages)),
+            _timestamp,
+        )
 
     @staticmethod
     def connections(client: Any) -> int | None:

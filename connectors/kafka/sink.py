@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError, KafkaTimeoutError
@@ -12,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from stream_nb._exceptions import SinkError
 from stream_nb.connectors.base import Headers, Sink
 from stream_nb.connectors.kafka.client import client_adapter, trouble
+from stream_nb.connectors.kafka.delivery import Deliveries
 from stream_nb.connectors.kafka.metrics import KafkaMetrics, metrics_for
 from stream_nb.connectors.kafka.records import (
     carry_headers,
@@ -75,6 +77,9 @@ class KafkaSink(Sink):
 
     #: What the records are, in messages and metric labels.
     role = "predictions"
+    #: Whether :meth:`write_keyed` may send a batch as it is (records within the limit,
+    #: no headers): a record is then sent as given, without :meth:`_prepare`.
+    batched = True
 
     def __init__(
         self,
@@ -122,8 +127,9 @@ class KafkaSink(Sink):
             self._producer = adapter.producer(bootstrap_servers=bootstrap_servers, **options)
         except KafkaError as exc:
             raise SinkError(f"cannot create a producer for Kafka topic {topic!r}: {exc!r}") from exc
-        # (future, value, key, headers) of every record sent since the last flush
-        self._pending: list[tuple[Any, bytes, bytes | None, Headers | None]] = []
+        # what was sent since the last flush, on the producer it went through
+        self._deliveries: Deliveries | None = None
+        self._deliveries_producer: Any = None
         self.written = 0
         #: Records sent in a smaller form / dropped because none fitted.
         self.shrunk = 0
@@ -147,6 +153,15 @@ class KafkaSink(Sink):
     def _producer_now(self) -> Any:
         return self._producer if self.sync is None else self.sync.producer
 
+    def _outbox(self) -> Deliveries:
+        """This sink's deliveries on the current producer (model sync replaces its
+        producer after a failed transaction, whose records are discarded)."""
+        producer = self._producer_now()
+        if self._deliveries is None or self._deliveries_producer is not producer:
+            self._deliveries = producer.deliveries(self.topic)
+            self._deliveries_producer = producer
+        return self._deliveries
+
     def write(
         self, value: bytes, *, key: bytes | None = None, headers: Headers | None = None
     ) -> None:
@@ -162,6 +177,41 @@ class KafkaSink(Sink):
         else:
             self._send(value, key, carried)
 
+    def write_keyed(
+        self,
+        values: list[bytes],
+        keys: Sequence[bytes | None] | None,
+        headers: Sequence[Headers | None] | None,
+    ) -> None:
+        """Send several records in order, each with its key and the event's headers
+        (the same as :meth:`write` on each).
+
+        A batch without headers whose records are all well within :attr:`limit` goes
+        to the producer in one loop; any other takes :meth:`write` record by record.
+        """
+        if not values:
+            return
+        longest = max(map(len, values))
+        if keys is not None:
+            longest += max(map(len, filter(None, keys)), default=0)
+        if not self.batched or (headers is not None and any(headers)) or longest + 256 > self.limit:
+            for i, value in enumerate(values):
+                self.write(
+                    value,
+                    key=None if keys is None else keys[i],
+                    headers=None if headers is None else headers[i],
+                )
+            return
+        outbox = self._outbox()
+        start = 0
+        while True:
+            refused = outbox.send_many(values, keys, start)
+            if refused is None:
+                return
+            index, exc = refused
+            self._send_failed(exc, values[index], None if keys is None else keys[index], None)
+            start = index + 1
+
     def _prepare(self, value: bytes, headers: Headers | None) -> _Form:
         """The record as sent: the value, and the event's headers up to the bound."""
         return value, (carry_headers(headers) or None) if headers else None
@@ -176,11 +226,9 @@ class KafkaSink(Sink):
 
     def _send(self, value: bytes, key: bytes | None, headers: Headers | None) -> None:
         try:
-            future = self._producer_now().send(self.topic, value=value, key=key, headers=headers)
+            self._outbox().send(value, key, headers)
         except KafkaError as exc:
             self._send_failed(exc, value, key, headers)
-            return
-        self._pending.append((future, value, key, headers))
 
     def _send_failed(
         self, exc: KafkaError, value: bytes, key: bytes | None, headers: Headers | None
@@ -238,18 +286,16 @@ class KafkaSink(Sink):
             producer's ``delivery_timeout_ms``.
         """
         for attempt in range(4):
-            pending, self._pending = self._pending, []
-            if not pending:
+            outbox = self._deliveries
+            if outbox is None or not outbox.sent:
                 return
-            self._await(len(pending))
+            self._await(outbox.sent)
             failure: BaseException | None = None
-            unsent = [p for p in pending if not p[0].succeeded()]
-            self.written += len(pending) - len(unsent)
-            for future, value, key, headers in unsent:
-                if not future.is_done:
-                    failure = failure or KafkaTimeoutError("not acknowledged after a flush")
-                elif not is_too_large(future.exception):
-                    failure = failure or future.exception
+            sent, failed = outbox.settle()
+            self.written += sent - len(failed)
+            for exc, value, key, headers in failed:
+                if not is_too_large(exc):
+                    failure = failure or exc
                 elif attempt == 3:
                     self._drop(value, "the broker rejected every smaller form as too large")
                 else:
@@ -305,13 +351,16 @@ class KafkaSink(Sink):
 
     def discard_pending(self) -> None:
         """Forget sent records (exactly-once: their transaction committed or aborted)."""
-        self._pending = []
+        if self._deliveries is not None:
+            self._deliveries.discard()
 
     def learn_limits(self) -> None:
         """Exactly-once, after a failed transaction: lower :attr:`limit` below every record
         the broker rejected as too large, so the redone work sends them smaller."""
-        for future, value, key, headers in self._pending:
-            if future.is_done and is_too_large(future.exception):
+        if self._deliveries is None:
+            return
+        for exc, value, key, headers in self._deliveries.failures():
+            if is_too_large(exc):
                 self.limit = min(self.limit, record_bytes(key, value, headers) - 1)
 
     def close(self) -> None:
@@ -321,7 +370,7 @@ class KafkaSink(Sink):
         records: the restart redoes their work from the last snapshot.
         """
         try:
-            if self._pending and not self._broken:
+            if self._deliveries is not None and self._deliveries.sent and not self._broken:
                 self.flush_timeout = min(self.flush_timeout, CLOSE_SECONDS)
                 self.flush()
         finally:
@@ -347,6 +396,7 @@ class KafkaDeadLetterSink(KafkaSink):
     """
 
     role = "dead_letters"
+    batched = False  # (every letter gets its own headers and a bounded payload)
 
     def _prepare(self, value: bytes, headers: Headers | None) -> _Form:
         """The letter with its payload cut to the bound, and headers: stream-nb's own

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from stream_nb._exceptions import ConfigError, SourceError
 from stream_nb.connectors.base import EngineHooks, Record, Source
+from stream_nb.connectors.kafka.block import MessageBlock
 from stream_nb.connectors.kafka.client import (
     bounded,
     client_adapter,
@@ -350,6 +351,28 @@ class KafkaSource(Source):
     # ------------------------------------------------------------ Source
     def next_batch(self, max_records: int, timeout: float) -> list[Record]:
         """Poll up to ``max_records`` records, waiting at most ``timeout`` seconds."""
+        block = self.next_block(max_records, timeout)
+        return [] if block is None else block.records()
+
+    def next_block(self, max_records: int, timeout: float) -> MessageBlock | None:
+        """:meth:`next_batch` as one :class:`~stream_nb.connectors.kafka.block.MessageBlock`
+        (no :class:`~stream_nb.connectors.base.Record` per message), or ``None`` when
+        nothing came."""
+        polled = self._poll(max_records, timeout)
+        if polled is None:
+            return None
+        block = self.adapter.block(polled, self.positions) if polled else None
+        if block is not None and len(block):
+            self._clean = False
+        else:
+            block = None
+        if self.metrics is not None:
+            self.metrics.observe_source(self)
+        return block
+
+    def _poll(self, max_records: int, timeout: float) -> Any:
+        """The client's messages of one poll (nothing if it failed), or ``None`` when its
+        records were dropped (partitions lost)."""
         if self.sync is not None:
             self.sync.ensure_tracking()
         pending = self.partitions.unchecked()
@@ -379,15 +402,10 @@ class KafkaSource(Source):
                 # another worker, who restarts them from the committed offsets. Drop it,
                 # and this poll's records too, and resume from the committed offsets.
                 self.sync.rollback(reseek=True)
-                return []
+                return None
             if self._return_to_snapshot():
-                return []
-        out = self.adapter.records(polled, self.positions) if polled else []
-        if out:
-            self._clean = False
-        if self.metrics is not None:
-            self.metrics.observe_source(self)
-        return out
+                return None
+        return polled
 
     def position(self) -> dict[str, Any]:
         """``{"offsets": [[topic, partition, next_offset], ...], "worker": id}`` (sorted).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import orjson
 
-from stream_nb.connectors.base import LineBlock, Record
+from stream_nb.connectors.base import Block, Record, Sink
 from stream_nb.engine._json import dumps_exact
 from stream_nb.engine.events import EventDecoder
 from stream_nb.engine.parse import _columns, _parse_uniform, scalar_fields
@@ -21,11 +21,10 @@ from stream_nb.engine.settings import (
     _COLUMNS_MIN_BATCH,
     _EVALUATOR_MATRIX_CLASSES,
     _OPT_NON_STR,
-    _TEMPLATE_MAX_CLASSES,
-    _TEMPLATE_TYPES,
     ErrorPolicy,
 )
 from stream_nb.engine.tally import BatchTally
+from stream_nb.engine.template import LineTemplate
 
 if TYPE_CHECKING:
     from stream_nb.engine.engine import Engine
@@ -38,8 +37,8 @@ KernelResult = tuple[list[Hashable], np.ndarray, np.ndarray]
 class ColumnBatch(NamedTuple):
     """A batch the kernel took: where its lines came from and what they hold."""
 
-    records: list[Record] | None  # (None: a line block)
-    block: LineBlock | None
+    records: list[Record] | None  # (None: a block)
+    block: Block | None
     ys: Sequence[Hashable | None]
     ids: Sequence[Any] | None
     n_before: int  # events the model had learned before the batch
@@ -80,10 +79,7 @@ class ColumnPath:
         self.skip = 0
         # (labels, their JSON object keys): see json_keys
         self._label_keys: tuple[list[Hashable], list[Hashable]] | None = None
-        # (labels, line, pairs, column of a label): see block_text
-        self._line_template: (
-            tuple[list[Hashable], bytes, list[bytes], dict[Hashable, int]] | None
-        ) = None
+        self._template = LineTemplate()
 
     def state(self) -> list[int]:
         """``[misses, skip]``, as a snapshot stores them."""
@@ -107,13 +103,13 @@ class ColumnPath:
             return False
         return True
 
-    def take(self, engine: Engine, batch: list[Record] | LineBlock) -> bool:
-        """Process a batch (records, or a line source's block) on the column path, or
-        return ``False`` having changed nothing (a miss)."""
-        if isinstance(batch, LineBlock):
-            done = self._process(engine, batch.payloads, None, batch)
-        else:
+    def take(self, engine: Engine, batch: list[Record] | Block) -> bool:
+        """Process a batch (records, or a source's :class:`~stream_nb.connectors.base.Block`)
+        on the column path, or return ``False`` having changed nothing (a miss)."""
+        if isinstance(batch, list):
             done = self._process(engine, [r.payload for r in batch], batch, None)
+        else:
+            done = self._process(engine, batch.payloads, None, batch)
         if done:
             self.misses = 0
             return True
@@ -126,7 +122,7 @@ class ColumnPath:
         engine: Engine,
         payloads: list[bytes],
         records: list[Record] | None,
-        block: LineBlock | None,
+        block: Block | None,
     ) -> bool:
         """The column path: a whole batch of uniform events through the learner's array kernel.
 
@@ -189,21 +185,15 @@ class ColumnPath:
         t_emit = perf()
         labels, log_proba, best = result
         engine.output.classes = len(labels)
-        sink = engine.sink
         top_k = engine.top_k
-        text = None
-        if (
-            block is not None
-            and ids is None
-            and n_labelled == b
-            and (top_k is None or top_k >= len(labels))
-            and not getattr(sink, "uses_keys", True)
-        ):
-            # a labelled line block: the records from one template, no dict per event
-            text = self.block_text(batch, result)
+        lines = None
+        if block is not None and n_labelled == b and (top_k is None or top_k >= len(labels)):
+            # a labelled block: the records from one template, no dict per event
+            lines = self.block_lines(batch, result)
         log_probas: list[dict[Hashable, float]] | None = None
-        if text is not None:
-            sink.write_lines(text)
+        if lines is not None:
+            assert block is not None
+            write_block(engine.sink, lines, block, ids)
         else:
             log_probas = self.emit_records(engine, batch, result)
         t_evaluate = perf()
@@ -229,6 +219,9 @@ class ColumnPath:
                         log_probas = [dict(zip(labels, row, strict=True)) for row in rows]
                 evaluator.update_many(ys_l, predictions, log_probas)
         t_end = perf()
+        last_timestamp = block.last_timestamp() if block is not None else None
+        if records is not None:
+            last_timestamp = _last_timestamp(records)
         latencies: list[float] = []
         if engine.metrics is not None:
             # Every event of a batch waits for the whole batch: its latency is the
@@ -240,7 +233,7 @@ class ColumnPath:
             BatchTally(
                 consumed=b,
                 batch_start=batch_start,
-                last_timestamp=None if records is None else _last_timestamp(records),
+                last_timestamp=last_timestamp,
                 predicted=b,
                 only=b - n_labelled,
                 learned=n_labelled,
@@ -336,8 +329,7 @@ class ColumnPath:
             except TypeError:  # non-string class labels as keys
                 blob = output.widen(out)
             text = blob[1:-1].replace(b'},{"', b'}\n{"')
-            # (a line block's positions hold two ints: no array, nothing to count)
-            if block is not None or text.count(b"\n") == b - 1:
+            if text.count(b"\n") == b - 1:
                 sink.write_lines(text)
             else:
                 keyed = True
@@ -348,78 +340,22 @@ class ColumnPath:
                 lines = [dumps(o, option=option) for o in out]
             except TypeError:  # non-string class labels as keys
                 lines = [output.widen(o) for o in out]
-            if getattr(sink, "uses_keys", True):
-                for i, line in enumerate(lines):
-                    key = headers = None
-                    if records is not None:
-                        record = records[i]
-                        key = record.key
-                        headers = list(record.headers) if record.headers else None
-                    if key is None and ids is not None and ids[i] is not None:
-                        key = str(ids[i]).encode()
-                    sink.write(line, key=key, headers=headers)
-            else:
+            if not getattr(sink, "uses_keys", True):
                 sink.write_many(lines)
+            elif records is not None:
+                message_keys = [r.key for r in records]
+                carried = [list(r.headers) if r.headers else None for r in records]
+                sink.write_keyed(lines, record_keys(message_keys, ids), carried)
+            else:
+                assert block is not None
+                sink.write_keyed(lines, record_keys(block.keys(), ids), block.headers())
         return log_probas
 
-    def block_text(self, batch: ColumnBatch, result: KernelResult) -> bytes | None:
-        """The prediction records of a labelled line block as one text, or ``None``.
-
-        Byte for byte what ``orjson.dumps`` gives for the record dicts, built
-        without them: one ``%`` format of a line template per event; the floats
-        rendered by ``orjson`` (a list of them in one call, split at the
-        commas); the text from ``"y_pred"`` to the first log-probability's
-        key precomputed for every (predicted, true) pair of classes. Taken
-        when the labels and the batch's true labels are all ``int``, ``str``
-        or ``bool`` of one type (so a label's text is its class's text), their
-        object keys are distinct and there are at most 64 classes.
-        """
-        labels, log_proba, best = result
-        block, ys, n_before = batch.block, batch.ys, batch.n_before
-        assert block is not None
-        b = len(ys)
-        k = len(labels)
-        label_type = type(labels[0])
-        if k > _TEMPLATE_MAX_CLASSES or label_type not in _TEMPLATE_TYPES:
-            return None
-        if set(map(type, labels)) != {label_type} or set(map(type, ys)) != {label_type}:
-            return None
-        cached = self._line_template
-        if cached is None or cached[0] != labels:
-            try:
-                texts = [orjson.dumps(label) for label in labels]
-                keys = [orjson.dumps({label: 0}, option=_OPT_NON_STR)[1:-3] for label in labels]
-            except orjson.JSONEncodeError:  # e.g. an int beyond 64 bits
-                return None
-            if len(set(keys)) != len(keys):
-                return None  # e.g. 1 and "1": the dict path shows what orjson does
-            # pair p * k + t: '"y_pred":P,"y_true":T,"log_proba":{KEY0:'
-            pairs = [
-                b'"y_pred":' + predicted + b',"y_true":' + true + b',"log_proba":{' + keys[0] + b":"
-                for predicted in texts
-                for true in texts
-            ]
-            rest = b"".join(b"," + key.replace(b"%", b"%%") + b":%b" for key in keys[1:])
-            line = b'{"position":{"line":%d,"offset":%d},%b%b' + rest + b'},"n_learned":%d}'
-            column_of = {label: j for j, label in enumerate(labels)}
-            cached = self._line_template = (list(labels), line, pairs, column_of)
-        _, line, pairs, column_of = cached
-        pair = best * k
-        pair += np.fromiter(map(column_of.__getitem__, ys), np.intp, count=b)
-        # each class's column as one JSON array, cut at the commas (no float's text
-        # holds one); orjson writes float64 array items as it writes Python floats
-        by_class = np.ascontiguousarray(log_proba.T)
-        option = orjson.OPT_SERIALIZE_NUMPY
-        floats = [orjson.dumps(column, option=option)[1:-1].split(b",") for column in by_class]
-        first = block.first
-        rows = zip(  # noqa: B905 (all b long)
-            range(first, first + b),
-            block.offsets,
-            map(pairs.__getitem__, pair.tolist()),
-            *floats,
-            range(n_before, n_before + b),
-        )
-        return b"\n".join(map(line.__mod__, rows))
+    def block_lines(self, batch: ColumnBatch, result: KernelResult) -> list[bytes] | None:
+        """The prediction records of a labelled block from the line template
+        (:class:`~stream_nb.engine.template.LineTemplate`), or ``None``."""
+        assert batch.block is not None
+        return self._template.lines(batch.block, batch.ys, batch.ids, batch.n_before, result)
 
     def json_keys(self, labels: list[Hashable]) -> list[Hashable]:
         """The labels as the strings JSON shows as object keys (``OPT_NON_STR_KEYS``'s text),
@@ -431,6 +367,38 @@ class ColumnPath:
         keys: list[Hashable] = shown if len(shown) == len(labels) else list(labels)
         self._label_keys = (list(labels), keys)
         return keys
+
+
+def record_keys(
+    keys: Sequence[bytes | None] | None, ids: Sequence[Any] | None
+) -> Sequence[bytes | None] | None:
+    """Each record's message key: its source record's, else its id's text (so that a
+    Kafka sink partitions by it); ``None`` when no record has either.
+
+    Examples
+    --------
+    >>> record_keys([b"k", None, None], [1, 2, None])
+    [b'k', b'2', None]
+    >>> record_keys(None, None) is None
+    True
+    """
+    if ids is None or (keys is not None and None not in keys):
+        return keys
+    if keys is None:
+        return [None if i is None else str(i).encode() for i in ids]
+    return [
+        str(i).encode() if k is None and i is not None else k
+        for k, i in zip(keys, ids)  # noqa: B905 (same length)
+    ]
+
+
+def write_block(sink: Sink, lines: list[bytes], block: Block, ids: Sequence[Any] | None) -> None:
+    """Write a block's prediction records: to a keyed sink with each record's key
+    (:func:`record_keys`) and headers, else as one block of lines."""
+    if getattr(sink, "uses_keys", True):
+        sink.write_keyed(lines, record_keys(block.keys(), ids), block.headers())
+    else:
+        sink.write_lines(b"\n".join(lines))
 
 
 def columns_of(

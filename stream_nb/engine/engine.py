@@ -507,7 +507,7 @@ class Engine:
         """Read and process one batch of at most ``want`` records; how many came."""
         next_block = getattr(source, "next_block", None)
         if next_block is not None and self._columns.wanted(self):
-            # a line source: the column path reads the lines without a Record each
+            # a block source (lines, Kafka): the column path reads it without a Record each
             block = next_block(want, self.poll_timeout)
             if block is None:
                 return 0

@@ -33,6 +33,7 @@ import numpy as np
 
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._state import check_categories
+from stream_nb._stores import n_real
 from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     Learned,
@@ -43,7 +44,7 @@ from stream_nb.naive_bayes._arrays import (
 )
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 
-__all__ = ["CategoricalColumns"]
+__all__ = ["CategoricalColumns", "values_within_caps"]
 
 #: A feature's value -> code map starts afresh beyond this many values.
 _MAX_CODES = 1 << 16
@@ -509,6 +510,49 @@ def _weighted_terms(count: np.ndarray, pres: np.ndarray, weights: Sequence[float
     terms *= w[None, :, None]
     out: np.ndarray = terms.sum(axis=1)
     return out
+
+
+def values_within_caps(
+    stats: Sequence[CategoricalStatistics],
+    features: Sequence[Hashable],
+    columns: Sequence[Sequence[Any]],
+) -> bool:
+    """Whether learning these columns (one per feature) meets no ``max_values`` of
+    ``stats`` (a model and its tracked delta): in each, every feature's learned values
+    plus its column's distinct values stay within the cap, so every value is learned as
+    it is, as ``learn_one`` would learn it. A column shorter than a cap's room needs no
+    count of its distinct values. ``False`` for an unhashable value that had to be
+    counted (the per-event path names it).
+
+    Examples
+    --------
+    >>> stats = CategoricalStatistics(max_values=3)
+    >>> stats.learn([("sky", "sun")], "play", 1.0)
+    >>> values_within_caps([stats], ["sky"], [["sun", "rain", "fog"]])
+    True
+    >>> values_within_caps([stats], ["sky"], [["snow", "rain", "fog"]])
+    False
+    >>> values_within_caps([CategoricalStatistics(max_values=10)], ["sky"], [[["a list"]]])
+    True
+    """
+    capped = [(s.counts, s.max_values) for s in stats if s.max_values is not None]
+    if not capped:
+        return True
+    for feature, column in zip(features, columns, strict=True):
+        new: set[Any] | None = None
+        for counts, cap in capped:
+            values = counts.get(feature)
+            known = 0 if values is None else n_real(values)
+            if known + len(column) <= cap:
+                continue  # (even if every value were new)
+            if new is None:
+                try:
+                    new = set(column)
+                except TypeError:
+                    return False
+            if known + len(new if values is None else new - values.keys()) > cap:
+                return False
+    return True
 
 
 def _first_order(

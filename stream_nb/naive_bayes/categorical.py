@@ -22,6 +22,7 @@ from stream_nb._params import (
 from stream_nb._state import CATEGORY_TYPES, check_categories, check_feature_names
 from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import MIN_BATCH, per_event_answers
+from stream_nb.naive_bayes._categorical_batch import values_within_caps
 from stream_nb.naive_bayes._categorical_kernel import (
     categorical_predict_learn_columns,
     columns_of_events,
@@ -267,9 +268,11 @@ class CategoricalNB(Learner):
             return None
         delta = self.delta
         if delta is not None and (
-            not isinstance(delta, CategoricalNB) or self.max_values_per_feature is not None
+            not isinstance(delta, CategoricalNB)
+            or not values_within_caps([self.categorical, delta.categorical], names, columns)
         ):
-            # (a delta applies the cap to its own values: learn_one records it)
+            # (a cap that may bind: a delta applies it to its own values, learn_one
+            # records them)
             return None
         decay = None
         if self._gamma is not None:

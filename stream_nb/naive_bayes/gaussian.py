@@ -192,9 +192,10 @@ class _GaussianLearner(Learner):
         delta = self.delta
         if delta is not None and (
             not isinstance(delta, _GaussianLearner)
-            or (cat is not None and cat.max_values is not None)
+            or (cat is not None and not self._within_caps(delta, categorical, names, columns))
         ):
-            # (a delta applies max_values_per_feature to its own values: learn_one records)
+            # (a cap that may bind: a delta applies max_values_per_feature to its own
+            # values, learn_one records them)
             return None
         decay = None
         if self._gamma is not None:
@@ -229,6 +230,22 @@ class _GaussianLearner(Learner):
             self._delta_recorded(ys, ws)
             delta._recorded_kinds(names, self)
         return labels, log_proba, best
+
+    def _within_caps(
+        self,
+        delta: _GaussianLearner,
+        categorical: tuple[str, ...],
+        names: tuple[str, ...],
+        columns: Sequence[Sequence[Any]],
+    ) -> bool:
+        """Whether the batch's ``categorical`` columns meet no ``max_values_per_feature``,
+        in this model or in its delta (each then learns every value as it is)."""
+        from stream_nb.naive_bayes._categorical_batch import values_within_caps
+
+        pair = (self._categorical_part()[0], delta._categorical_part()[0])
+        stats = [s for s in pair if s is not None]
+        where = dict(zip(names, columns, strict=True))
+        return values_within_caps(stats, categorical, [where[f] for f in categorical])
 
     def _recorded_kinds(self, names: tuple[str, ...], model: _GaussianLearner) -> None:
         """Hook: ``model``'s batch kernel recorded a batch of features ``names`` into this

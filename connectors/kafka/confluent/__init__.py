@@ -39,7 +39,7 @@ from typing import Any
 import confluent_kafka as ck
 from kafka import TopicPartition
 
-from stream_nb.connectors.base import Record
+from stream_nb.connectors.kafka.block import MessageBlock
 from stream_nb.connectors.kafka.client import ClientAdapter
 from stream_nb.connectors.kafka.confluent.common import (
     DROPPED_OPTIONS,
@@ -64,7 +64,7 @@ __all__ = [
 
 class ConfluentAdapter(ClientAdapter):
     """librdkafka for the connector: :class:`ConfluentConsumer`, :class:`ConfluentProducer`,
-    and records straight from librdkafka's messages."""
+    and blocks straight from librdkafka's messages."""
 
     name = "confluent"
 
@@ -85,28 +85,27 @@ class ConfluentAdapter(ClientAdapter):
         return consumer.consume(max_records, timeout_ms / 1000.0)
 
     @staticmethod
-    def records(polled: Any, positions: dict[Any, int]) -> list[Record]:
-        out: list[Record] = []
-        append = out.append
-        last: dict[tuple[str, int], int] = {}
-        for m in polled:
-            topic, partition, offset = m.topic(), m.partition(), m.offset()
-            kind, stamp = m.timestamp()
-            headers = m.headers()
-            value = m.value()
-            append(
-                Record(
-                    payload=value if value is not None else b"",
-                    position={"topic": topic, "partition": partition, "offset": offset},
-                    key=m.key(),
-                    timestamp=None if kind == ck.TIMESTAMP_NOT_AVAILABLE else stamp / 1000.0,
-                    headers=tuple((k, v or b"") for k, v in headers) if headers else (),
-                )
-            )
-            last[topic, partition] = offset + 1
-        for (topic, partition), offset in last.items():
+    def block(polled: Any, positions: dict[Any, int]) -> MessageBlock:
+        message = ck.Message  # (handed out messages have a topic, partition and offset)
+        topics: list[Any] = list(map(message.topic, polled))
+        partitions: list[Any] = list(map(message.partition, polled))
+        offsets: list[Any] = list(map(message.offset, polled))
+        payloads: list[Any] = list(map(message.value, polled))
+        if None in payloads:
+            payloads = [b"" if v is None else v for v in payloads]
+        block = MessageBlock(
+            polled,
+            payloads,
+            topics,
+            partitions,
+            offsets,
+            list(map(message.key, polled)),
+            list(map(message.headers, polled)),
+            _timestamp,
+        )
+        for (topic, partition), offset in block.next_offsets().items():
             positions[TopicPartition(topic, partition)] = offset
-        return out
+        return block
 
     @staticmethod
     def connections(client: Any) -> int | None:
@@ -124,6 +123,12 @@ class ConfluentAdapter(ClientAdapter):
     @staticmethod
     def native_crc32c() -> bool | None:
         return True  # librdkafka checksums in C
+
+
+def _timestamp(message: Any) -> float | None:
+    """A librdkafka message's timestamp in seconds."""
+    kind, stamp = message.timestamp()
+    return None if kind == ck.TIMESTAMP_NOT_AVAILABLE else stamp / 1000.0
 
 
 log.debug("librdkafka %s (confluent-kafka %s)", ck.libversion()[0], ck.version()[0])

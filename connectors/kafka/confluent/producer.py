@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import confluent_kafka as ck
 from kafka import OffsetAndMetadata
 from kafka import errors as kerrors
 
+from stream_nb.connectors.base import Headers
 from stream_nb.connectors.kafka.confluent.common import (
     Stats,
     client_config,
@@ -16,16 +18,18 @@ from stream_nb.connectors.kafka.confluent.common import (
     translated,
     within,
 )
+from stream_nb.connectors.kafka.delivery import Deliveries, Failure, Refused
 from stream_nb.connectors.kafka.url import DELIVERY_TIMEOUT_MS, transaction_call_seconds
 
-__all__ = ["ConfluentProducer"]
+__all__ = ["ConfluentProducer", "ReportedDeliveries"]
 
 
 #: librdkafka's bound of ``send_offsets_to_transaction`` (seconds); five more, and the
 #: call is abandoned (see :meth:`ConfluentProducer.send_offsets_to_transaction`).
 SEND_OFFSETS_SECONDS = 20.0
 
-#: Records handed to librdkafka between two servings of its delivery reports.
+#: Records handed to librdkafka between two servings of its delivery reports (only
+#: failed ones reach Python, but librdkafka holds every report until served).
 SERVE_EVERY = 1024
 
 #: Largest record the producer sends unless ``max_request_size`` says otherwise
@@ -33,22 +37,58 @@ SERVE_EVERY = 1024
 MAX_REQUEST_BYTES = 1_048_576
 
 
-class _Delivery:
-    """A sent record's delivery (kafka-python's future, as far as the sinks use it)."""
+class ReportedDeliveries(Deliveries):
+    """:class:`~stream_nb.connectors.kafka.delivery.Deliveries` on librdkafka, which
+    reports only the failed ones (``delivery.report.only.error``): one callback, bound
+    once, gets each failed record back with its error; a delivered record costs no
+    Python call. After a flush that left nothing queued, every record sent and not
+    reported failed was delivered."""
 
-    __slots__ = ("exception", "is_done")
+    def __init__(self, producer: ConfluentProducer, topic: str) -> None:
+        super().__init__(topic)
+        self._producer = producer
+        self._sent = 0
+        self._failed: list[Failure] = []
+        self._report = self._on_delivery  # one bound method for every record
 
-    def __init__(self) -> None:
-        self.is_done = False
-        self.exception: BaseException | None = None
-
-    def __call__(self, error: ck.KafkaError | None, _message: Any) -> None:
-        self.is_done = True
+    def _on_delivery(self, error: ck.KafkaError | None, message: Any) -> None:
         if error is not None:
-            self.exception = translate(error)
+            headers = message.headers()
+            self._failed.append(
+                (
+                    translate(error),
+                    message.value() or b"",
+                    message.key(),
+                    [(k, v or b"") for k, v in headers] if headers else None,
+                )
+            )
 
-    def succeeded(self) -> bool:
-        return self.is_done and self.exception is None
+    @property
+    def sent(self) -> int:
+        return self._sent
+
+    def send(self, value: bytes, key: bytes | None, headers: Headers | None) -> None:
+        self._producer.produce(self.topic, value, key, headers, self._report)
+        self._sent += 1
+
+    def send_many(
+        self, values: list[bytes], keys: Sequence[bytes | None] | None, start: int = 0
+    ) -> Refused | None:
+        done, error = self._producer.produce_many(self.topic, values, keys, start, self._report)
+        self._sent += done - start
+        return None if error is None else (done, error)
+
+    def failures(self) -> list[Failure]:
+        return list(self._failed)
+
+    def settle(self) -> tuple[int, list[Failure]]:
+        sent, failed = self._sent, self._failed
+        self.discard()
+        return sent, failed
+
+    def discard(self) -> None:
+        self._sent = 0
+        self._failed = []
 
 
 class ConfluentProducer:
@@ -74,6 +114,8 @@ class ConfluentProducer:
             config["message.timeout.ms"] = txn_ms
         # the sinks flush at checkpoints: room for every record sent in between
         config.setdefault("queue.buffering.max.messages", 1_000_000)
+        # only failed deliveries call back into Python (see ReportedDeliveries)
+        config.setdefault("delivery.report.only.error", True)
         try:
             self._producer = ck.Producer(config)
         except (ck.KafkaException, ValueError) as exc:
@@ -86,26 +128,85 @@ class ConfluentProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         headers: Any = None,
-    ) -> _Delivery:
-        """Queue one record; the returned delivery is done after a :meth:`flush`."""
-        delivery = _Delivery()
+    ) -> None:
+        """Queue one record; a failed delivery shows in the transaction's commit (the
+        sinks send through :meth:`deliveries`)."""
+        self.produce(topic, value, key, headers, None)
+
+    def deliveries(self, topic: str) -> ReportedDeliveries:
+        """The deliveries of one sink writing to ``topic``."""
+        return ReportedDeliveries(self, topic)
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        headers: Any,
+        report: Callable[[Any, Any], None] | None,
+    ) -> None:
+        """Queue one record, ``report`` called if its delivery fails; waits for room
+        while librdkafka's queue is full.
+
+        Raises
+        ------
+        kafka.errors.KafkaError
+            If librdkafka refuses the record (too large, a broken producer).
+        """
         produce = self._producer.produce
         while True:
             try:
                 if headers:
-                    produce(topic, value, key, on_delivery=delivery, headers=headers)
+                    produce(topic, value, key, on_delivery=report, headers=headers)
                 else:
-                    produce(topic, value, key, on_delivery=delivery)
+                    # (positional: no keyword dictionary; partition -1 is librdkafka's
+                    # "any partition")
+                    produce(topic, value, key, -1, report)
                 break
             except BufferError:  # the local queue is full: let librdkafka deliver some
                 self._producer.poll(0.1)
             except ck.KafkaException as exc:
                 raise translate(exc) from exc
-        self._unserved += 1
+        self._served(1)
+
+    def produce_many(
+        self,
+        topic: str,
+        values: list[bytes],
+        keys: Sequence[bytes | None] | None,
+        start: int,
+        report: Callable[[Any, Any], None],
+    ) -> tuple[int, kerrors.KafkaError | None]:
+        """Queue ``values[start:]`` with their keys, in order (see :meth:`produce`);
+        stops at the first one librdkafka refuses. Returns the index it stopped at
+        (``len(values)`` when all were queued) and the error, if any."""
+        produce = self._producer.produce
+        i = start
+        end = len(values)
+        while i < end:
+            try:
+                if keys is None:
+                    for value in islice(values, i, None):
+                        produce(topic, value, None, -1, report)
+                        i += 1
+                else:
+                    for value, key in zip(islice(values, i, None), islice(keys, i, None)):  # noqa: B905
+                        produce(topic, value, key, -1, report)
+                        i += 1
+            except BufferError:  # the local queue is full: let librdkafka deliver some
+                self._producer.poll(0.1)
+            except ck.KafkaException as exc:
+                self._served(i - start)
+                return i, translate(exc)
+        self._served(end - start)
+        return end, None
+
+    def _served(self, count: int) -> None:
+        """Serve librdkafka's delivery reports now and then (a failed one calls back)."""
+        self._unserved += count
         if self._unserved >= SERVE_EVERY:
             self._unserved = 0
             self._producer.poll(0)
-        return delivery
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait for every queued record's delivery report.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -21,6 +21,7 @@ from stream_nb import (
     PrequentialEvaluator,
 )
 from stream_nb.checks.engine import run_engine
+from stream_nb.connectors.base import Headers, Record, Source
 from stream_nb.connectors.files import FileSink, FileSource
 from stream_nb.connectors.memory import ListSource, MemorySink
 from stream_nb.datasets import agrawal, mixed_stream
@@ -250,14 +251,14 @@ def test_file_records_from_the_line_template(
         engine = Engine(
             NaiveBayes(), FileSource(src), FileSink(dst), batch_size=500, column_path=columns
         )
-        block_text = columns_module.ColumnPath.block_text
-        texts: list[bytes | None] = []
+        block_lines = columns_module.ColumnPath.block_lines
+        texts: list[list[bytes] | None] = []
 
-        def spy(*args: Any, _inner: Any = block_text, _texts: Any = texts) -> Any:
+        def spy(*args: Any, _inner: Any = block_lines, _texts: Any = texts) -> Any:
             _texts.append(_inner(*args))
             return _texts[-1]
 
-        monkeypatch.setattr(columns_module.ColumnPath, "block_text", spy)
+        monkeypatch.setattr(columns_module.ColumnPath, "block_lines", spy)
         engine.run()
         monkeypatch.undo()
         outputs.append(dst.read_bytes())
@@ -282,3 +283,120 @@ def test_orjson_writes_float64_arrays_as_python_floats() -> None:
     values += [math.log(rng.random()) for _ in range(20000)]
     as_array = orjson.dumps(np.array(values), option=orjson.OPT_SERIALIZE_NUMPY)
     assert as_array == orjson.dumps(values)
+
+
+class _KeyedBlock(NamedTuple):
+    """A source's block with keys, headers and a position format of its own (a Kafka
+    block's shape, without a broker)."""
+
+    payloads: list[bytes]
+    first: int
+    message_keys: list[bytes | None]
+    message_headers: list[Headers | None]
+
+    def positions(self) -> list[dict[str, Any]]:
+        return [{"part": "a%b", "seq": self.first + i} for i in range(len(self.payloads))]
+
+    def position_format(self) -> tuple[bytes, list[Any]]:
+        # ('%' in the JSON text doubled in the format)
+        return b'{"part":"a%%b","seq":%d}', [range(self.first, self.first + len(self.payloads))]
+
+    def keys(self) -> list[bytes | None] | None:
+        return None if self.message_keys.count(None) == len(self.payloads) else self.message_keys
+
+    def headers(self) -> list[Headers | None] | None:
+        return self.message_headers if any(self.message_headers) else None
+
+    def last_timestamp(self) -> float | None:
+        return None
+
+    def records(self) -> list[Record]:
+        return [
+            Record(p, pos, k, None, tuple(h) if h else ())
+            for p, pos, k, h in zip(
+                self.payloads,
+                self.positions(),
+                self.message_keys,
+                self.message_headers,
+                strict=True,
+            )
+        ]
+
+
+class _BlockSource(Source):
+    """Payloads with keys and headers, handed out as :class:`_KeyedBlock` s."""
+
+    def __init__(self, lines: list[bytes], keys: list[bytes | None], headers: list[Any]) -> None:
+        self.lines, self.message_keys, self.message_headers = lines, keys, headers
+        self.index = 0
+
+    def next_block(self, max_records: int, timeout: float) -> _KeyedBlock | None:
+        start, stop = self.index, min(self.index + max_records, len(self.lines))
+        if start == stop:
+            return None
+        self.index = stop
+        return _KeyedBlock(
+            self.lines[start:stop],
+            start,
+            self.message_keys[start:stop],
+            self.message_headers[start:stop],
+        )
+
+    def next_batch(self, max_records: int, timeout: float) -> list[Record]:
+        block = self.next_block(max_records, timeout)
+        return [] if block is None else block.records()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.index >= len(self.lines)
+
+    def position(self) -> dict[str, Any]:
+        return {"index": self.index}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("ids", [True, False])
+@pytest.mark.parametrize("headers", [True, False])
+def test_keyed_blocks_from_the_line_template(ids: bool, headers: bool) -> None:
+    """A block source's records go to a keyed sink from the line template (with ids when
+    every event has one, the block's own position format), with each record's key (its
+    source key, else its id's text) and headers: byte for byte the general path's."""
+    rng = random.Random(12)
+    events = [{**x, "y": y} for x, y in agrawal(12, 2400)]
+    if ids:
+        events = [{"id": i if i % 3 else f"e{i}", **e} for i, e in enumerate(events)]
+    lines = [orjson.dumps(e) for e in events]
+    keys = [None if rng.random() < 0.3 else b"k%d" % i for i in range(len(lines))]
+    carried: list[Any] = [
+        [("trace", b"t%d" % i)] if headers and rng.random() < 0.2 else None
+        for i in range(len(lines))
+    ]
+    runs = []
+    for columns in (True, False):
+        sink = MemorySink()
+        learner = _counting(NaiveBayes)()
+        engine = Engine(
+            learner,
+            _BlockSource(lines, keys, carried),
+            sink,
+            decoder=EventDecoder(id_field="id"),
+            batch_size=400,
+            column_path=columns,
+        )
+        engine.run()
+        runs.append((sink.values(), sink.calls, learner.to_state(), learner.taken))
+    (fast, fast_calls, fast_state, taken), (slow, slow_calls, slow_state, _) = runs
+    assert fast == slow and fast_calls == slow_calls and fast_state == slow_state
+    assert taken >= 4
+    records = [orjson.loads(v) for v in fast]
+    assert [r["position"]["seq"] for r in records] == list(range(len(lines)))
+    assert [r.get("id") for r in records] == [e.get("id") for e in events]
+    expected = [
+        k if k is not None else (None if not ids else str(events[i]["id"]).encode())
+        for i, k in enumerate(keys)
+    ]
+    got = {v: (k, h) for v, k, h in fast_calls}
+    assert [got.get(v, (None, None))[0] for v in fast] == expected
+    assert [got.get(v, (None, None))[1] for v in fast] == carried

@@ -106,8 +106,9 @@ def test_the_kernel_records_the_delta_learn_one_would(make: Any, stream: Any, se
 
 @pytest.mark.parametrize("make", [NaiveBayes, CategoricalNB])
 def test_with_a_value_cap_the_delta_is_recorded_event_by_event(make: Any) -> None:
-    """A delta applies ``max_values_per_feature`` to the values it learns itself: the
-    kernel leaves batches to the per-event path while one is tracked."""
+    """A delta applies ``max_values_per_feature`` to the values it learns itself: while
+    one is tracked, the kernel leaves a batch whose values may meet the cap to the
+    per-event path."""
     rng = random.Random(3)
     events = [({**x, "num": rng.gauss(0.0, 1.0)}, y, w) for x, y, w in _categorical(3, 600)]
     model, loop = make(max_values_per_feature=4), make(max_values_per_feature=4)
@@ -126,6 +127,43 @@ def test_with_a_value_cap_the_delta_is_recorded_event_by_event(make: Any) -> Non
     model.predict_learn_many(xs, ys, ws)
     Learner.predict_learn_many(loop, xs, ys, ws)
     assert model.cut_delta()[0].to_state() == loop.cut_delta()[0].to_state()
+
+
+@pytest.mark.parametrize("make", [NaiveBayes, CategoricalNB])
+def test_the_kernel_records_the_delta_while_the_cap_cannot_bind(make: Any) -> None:
+    """With a cap (the daemon bounds every feature to 10,000 values), the kernel keeps
+    recording the delta itself for the batches whose values meet the cap neither in the
+    model nor in the delta, and leaves the others to the per-event path: the delta and
+    the model are those ``learn_one`` gives."""
+    rng = random.Random(5)
+    events = _categorical(5, 1500)
+    if make is NaiveBayes:
+        events = [({**x, "num": rng.gauss(0.0, 1.0)}, y, w) for x, y, w in events]
+    fast, slow = make(max_values_per_feature=12), make(max_values_per_feature=12)
+    for x, y, w in events[:60]:
+        if y is not None:
+            fast.learn_one(x, y, w)
+            slow.learn_one(x, y, w)
+    fast.track_delta()
+    slow.track_delta()
+    used = declined = 0
+    for i in range(60, len(events), 120):
+        batch = events[i : i + 120]
+        xs = [dict(x) for x, _, _ in batch]
+        ys = [y for _, y, _ in batch]
+        ws = [w for _, _, w in batch]
+        if _kernel(fast, xs, ys, ws) is None:
+            declined += 1
+            Learner.predict_learn_many(fast, xs, ys, ws)  # learn_one records it
+        else:
+            used += 1
+        Learner.predict_learn_many(slow, xs, ys, ws)
+    assert used >= 2 and declined >= 2  # (the colours outgrow the cap part way)
+    (fast_delta, fast_weight), (slow_delta, slow_weight) = fast.cut_delta(), slow.cut_delta()
+    assert fast_delta.n_learned == slow_delta.n_learned
+    assert abs(fast_weight - slow_weight) <= DELTA_TOL * slow_weight
+    close(_normal(fast_delta), _normal(slow_delta), tol=DELTA_TOL)
+    close(_normal(fast), _normal(slow), tol=DELTA_TOL)
 
 
 def _normal(model: Learner) -> dict[str, Any]:
