@@ -63,6 +63,7 @@ from typing import Any, ClassVar
 from stream_nb._batch import predict_learn_loop
 from stream_nb._bulk import collector_paused
 from stream_nb._capabilities import Capabilities
+from stream_nb._decay import BatchDecay
 from stream_nb._envelope import (
     STATE_FORMAT,
     STATE_VERSION,
@@ -594,6 +595,22 @@ class Learner(abc.ABC):
             if y is not None and i not in errors:
                 learn(x, y, w)
                 self._delta_weight += w
+
+    def _kernel_decay(
+        self, ys: Sequence[Hashable | None], ws: Sequence[float] | None
+    ) -> tuple[bool, BatchDecay | None]:
+        """For a batch kernel: ``(True, None)`` when this model does not forget,
+        ``(True, decay)`` with the forgetting of the batch (labels ``ys``, weights
+        ``ws``; see :mod:`stream_nb._decay`; the kernel sets ``_scale`` to
+        ``decay.end`` once it learned the batch), ``(False, None)`` when the batch must
+        take the per-event path: the scale would renormalise within it, or a delta is
+        tracked (it forgets on its own scale, as ``learn_one`` records it)."""
+        if self._gamma is None:
+            return True, None
+        if self._delta is not None:
+            return False, None
+        decay = BatchDecay.of(self._scale, self._gamma, ys, ws)
+        return decay is not None, decay
 
     def _delta_recorded(
         self, ys: Sequence[Hashable | None], ws: Sequence[float] | None = None

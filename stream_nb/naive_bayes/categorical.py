@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._decay import BatchDecay
 from stream_nb._params import (
     check_alpha,
     check_bool,
@@ -274,13 +273,9 @@ class CategoricalNB(Learner):
             # (a cap that may bind: a delta applies it to its own values, learn_one
             # records them)
             return None
-        decay = None
-        if self._gamma is not None:
-            if delta is not None:
-                return None  # (the delta forgets on its own scale: learn_one records it)
-            decay = BatchDecay.of(self._scale, self._gamma, ys, ws)
-            if decay is None:
-                return None  # (a renormalisation within the batch: the per-event path)
+        takes, decay = self._kernel_decay(ys, ws)
+        if not takes:
+            return None  # (forgetting: a renormalisation within the batch, or a delta)
         stats = self.categorical
         full = self.max_features is not None and len(stats.present) >= self.max_features
         out = categorical_predict_learn_columns(

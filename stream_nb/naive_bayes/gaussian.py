@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stream_nb._decay import BatchDecay
 from stream_nb._params import check_class_prior, check_feature_weights
 from stream_nb._softmax import log_softmax_scores
 from stream_nb._state import check_mapping
@@ -197,13 +196,9 @@ class _GaussianLearner(Learner):
             # (a cap that may bind: a delta applies max_values_per_feature to its own
             # values, learn_one records them)
             return None
-        decay = None
-        if self._gamma is not None:
-            if delta is not None:
-                return None  # (the delta forgets on its own scale: learn_one records it)
-            decay = BatchDecay.of(self._scale, self._gamma, ys, ws)
-            if decay is None:
-                return None  # (a renormalisation within the batch: the per-event path)
+        takes, decay = self._kernel_decay(ys, ws)
+        if not takes:
+            return None  # (forgetting: a renormalisation within the batch, or a delta)
         out = gaussian_predict_learn_columns(
             self.gaussian,
             cat,
