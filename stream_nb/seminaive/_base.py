@@ -50,7 +50,7 @@ from stream_nb._state import (
 )
 from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import per_event_answers
-from stream_nb.seminaive._known import rows_from_columns, rows_from_dicts
+from stream_nb.seminaive._known import known_run, rows_from_columns
 from stream_nb.seminaive._store import OTHER, Item, PairStore
 from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms, weighted_gaussian_terms
 from stream_nb.seminaive.discretise import (
@@ -76,6 +76,10 @@ __all__ = [
 COUNT_TOLERANCE = 1e-9
 
 _KINDS = ("categorical", "numeric")
+
+#: Fewest known events :meth:`_SemiNaive.predict_learn_many` hands to the batch kernel
+#: at once (shorter runs go one event at a time, which also scores known events fast).
+_MIN_RUN = 8
 
 
 class _Known:
@@ -255,16 +259,42 @@ class _SemiNaive(Learner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
     ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
-        known (see :meth:`_predict_learn_known`), else one event at a time."""
-        block = self._store.dense
-        if block is not None and self._batch_ready():
-            batch = rows_from_dicts(block.codes, xs, self._kernel_parent(), self._frozen_bins())
-            out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
-            if out is not None:
-                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
-                return per_event_answers(*out)
-        return super().predict_learn_many(xs, ys, ws)
+        """:meth:`Learner.predict_learn_many` through the batch kernel for every run of
+        known events (see :meth:`_predict_learn_known`), one event at a time otherwise.
+
+        A run ends at an event the dense block does not know (a new value, say):
+        that event is predicted and learned on its own, and the next run may then
+        know its values.
+        """
+        n = len(xs)
+        log_probas: list[dict[Hashable, float] | None] = []
+        predictions: list[Hashable | None] = []
+        errors: dict[int, Exception] = {}
+        i = 0
+        while i < n:
+            block = self._store.dense
+            stop = n
+            if block is not None and self._batch_ready():
+                rows, parents = known_run(
+                    block.codes, xs, i, self._kernel_parent(), self._frozen_bins()
+                )
+                stop = i + len(rows)
+                if len(rows) >= _MIN_RUN:
+                    out = self._predict_learn_known(rows, parents, ys[i:stop], ws[i:stop])
+                    if out is not None:
+                        self._record_batch(xs[i:stop], ys[i:stop], ws[i:stop], {})
+                        answers = per_event_answers(*out)
+                        log_probas += answers[0]
+                        predictions += answers[1]
+                        i = stop
+                        continue
+                stop = max(stop, i + 1)
+            answers = super().predict_learn_many(xs[i:stop], ys[i:stop], ws[i:stop])
+            log_probas += answers[0]
+            predictions += answers[1]
+            errors.update({i + j: exc for j, exc in answers[2].items()})
+            i = stop
+        return log_probas, predictions, errors
 
     def predict_learn_columns(
         self,

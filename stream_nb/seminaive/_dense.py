@@ -1,4 +1,4 @@
-"""Dense numpy counts for AODE and SPODE when the model's value sets are small.
+"""Dense numpy counts for the semi-naive learners while the model's value sets are small.
 
 Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
 …`` in order of appearance; index ``0`` is an all-zero item that stands for a
@@ -14,20 +14,23 @@ the views ``pair[a, b] = counts[b, a]`` and ``ctx[a, c] = counts[D + c, a]``:
 
 An event with items ``ii`` (columns ``cc``) has the child slots
 ``cs = (ii, D + cc)``, and learning it adds its weight to ``counts[cs, ii, k]``:
-one indexed add (the diagonal ``pair[a, a]`` gets ``N(y, x_i)`` from the same
-add; ``ctx[a, c(a)]``, a feature with itself, is written too but never read).
+one gather, add and scatter of the ``2d²`` cells (the diagonal ``pair[a, a]``
+gets ``N(y, x_i)`` from the same add; ``ctx[a, c(a)]``, a feature with itself,
+is written too but never read).
 
-AODE and SPODE without forgetting (α fixed in raw units) also keep the *log
-table*, an array of the same shape with ``log(N(y, x_a, x_b) + α)`` in item
-slots, ``−log(N(y, x_a, j) + α S_j)`` in column slots and ``0`` where a column
-is the parent's own feature. A learned event rewrites exactly the cells whose
-counts it changed (a new value rewrites its column's slot, whose ``S_j`` grew,
-and its own slot and parent cells). Then every super-parent's
-``Σ_{j ≠ i} log P̂(x_j | y, x_i)`` plus ``log(N(y, x_i) + α)`` is one gather
-of the event's ``2d`` slots and one sum (:meth:`DenseBlock.table_scores`).
+AODE and SPODE without forgetting (α fixed in raw units) also keep the *shifted
+counts*, an array of the same shape holding ``counts + offset`` of each slot:
+``N(y, x_a, x_b) + α`` in item slots and ``N(y, x_a, j) + α S_j`` in column
+slots, i.e. the numerator and denominator of every ``P̂(x_j | y, x_i)``. A
+learned event rewrites exactly the cells whose counts it changed (a new value
+rewrites its column's slot, whose ``S_j`` grew, and its own slot and parent
+cells), each as ``counts + offset`` (so the shifted counts never depend on the
+order of events, only on the counts). Every super-parent of a known event is
+then one gather of its ``2d`` slots, one division and one product
+(:mod:`stream_nb.seminaive._products`); no logarithm is kept or taken when learning.
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
-(capacities grow by doubling), twice that with the log table. A block whose
+(capacities grow by doubling), twice that with the shifted counts. A block whose
 counts would exceed :data:`DENSE_MAX_BYTES` is not built: the store keeps (or
 goes back to) its sparse dictionaries, so ID-like features still work with
 memory bounded by ``max_values_per_feature``.
@@ -35,6 +38,7 @@ memory bounded by ``max_values_per_feature``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -57,8 +61,15 @@ _MIN_FEATURES = 8
 
 Item = tuple[Hashable, Hashable]
 
-#: The arrays of one event's known items (see :meth:`DenseBlock.event`).
-Event = tuple[list[int], Indices, Indices, Indices, Indices, Indices, Indices]
+#: The arrays of one event's known items (see :meth:`DenseBlock.event`): the items (a
+#: list), their indices, the rows of ``INFO`` for them (``(5, d)``) and the cell rows.
+Event = tuple[list[int], Indices, Indices, Indices]
+
+#: Rows of :attr:`DenseBlock.info`, one column per item ``a`` of column ``c``:
+#: ``a·D`` and ``(D + c)·D`` (the item's two slots as row offsets of the
+#: ``(slots × parents, K)`` view), ``a`` and ``D + c`` (its two slots, also its
+#: entries of ``weights``), and ``c``.
+INFO_ROWS = 5
 
 
 def _nbytes(d: int, f: int, k: int) -> int:
@@ -86,7 +97,6 @@ class DenseBlock:
 
     __slots__ = (
         "_event",
-        "_signs",
         "_vectors",
         "aks",
         "alpha",
@@ -101,15 +111,18 @@ class DenseBlock:
         "fy",
         "fy_flat",
         "index",
+        "info",
         "items",
+        "least",
         "n_classes",
         "offsets",
         "pair",
         "s",
+        "s_max",
+        "shifted",
+        "shifted_rows",
+        "slot_weights",
         "slots",
-        "table",
-        "table_cells",
-        "table_flat",
         "vw",
         "weights",
     )
@@ -122,9 +135,11 @@ class DenseBlock:
         # feature -> string value -> item: the items of events given as strings
         self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
-        self._signs: dict[int, Floats] = {}
-        self.table: Floats | None = None
-        self.alpha = 0.0  # the α (raw units) of the log table
+        self.shifted: Floats | None = None
+        self.alpha = 0.0  # the α (raw units) of the shifted counts
+        self.s_max = 0.0  # the largest S_j
+        # a lower bound of every learned item's N(x_i) (they only grow without forgetting)
+        self.least = math.inf
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
 
     def _alloc(self, d: int, f: int) -> None:
@@ -135,18 +150,40 @@ class DenseBlock:
         self.ctx = self.counts[d:].transpose(1, 0, 2)
         self.counts_flat = self.counts.reshape(-1)
         self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
-        self.weights = np.zeros(d + f)  # by slot: vw for items, fw for columns
+        # by slot: vw for items, fw for columns; then α K S_i of columns (shifted counts)
+        self.slot_weights = np.zeros((2, d + f))
+        self.weights = self.slot_weights[0]
+        self.aks = self.slot_weights[1, d:]
         self.vw = self.weights[:d]
         self.fw = self.weights[d:]
         self.s = np.zeros(f)
         self.fy = np.zeros((f, k))  # N(y, i) of column c: present[feature][class]
         self.fy_flat = self.fy.reshape(-1)
         self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
-        # the child slots of each item: (a, d + its column)
-        self.slots = np.zeros((2, d), dtype=np.intp)
-        self.slots[0] = np.arange(d)
-        self.slots[1] = d
+        self.info = np.zeros((INFO_ROWS, d), dtype=np.intp)  # see INFO_ROWS
+        self.slots = self.info[2:4]  # the child slots of each item: (a, d + its column)
+        self._set_info()
         self._event: Event | None = None
+
+    def _set_info(self) -> None:
+        """Fill :attr:`info` from :attr:`col_of`."""
+        d = self.vw.shape[0]
+        items = np.arange(d)
+        info = self.info
+        info[0] = items * d
+        info[1] = (d + self.col_of) * d
+        info[2] = items
+        info[3] = d + self.col_of
+        info[4] = self.col_of
+
+    def _set_column(self, a: int, c: int) -> None:
+        """Item ``a`` belongs to column ``c``."""
+        d = self.vw.shape[0]
+        self.col_of[a] = c
+        info = self.info
+        info[1, a] = (d + c) * d
+        info[3, a] = d + c
+        info[4, a] = c
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
@@ -167,9 +204,9 @@ class DenseBlock:
         self.s[:f0] = old[3]
         self.col_of[:d0] = old[4]
         self.fy[:f0, :k0] = old[5]
-        self.slots[1] = d + self.col_of
-        if self.table is not None:
-            self.build_table(self.alpha)
+        self._set_info()
+        if self.shifted is not None:
+            self.build_shifted(self.alpha)
         return True
 
     def add_class(self) -> bool:
@@ -178,9 +215,8 @@ class DenseBlock:
 
     def _indices(
         self, items: list[Item], pair_features: Mapping[Hashable, None]
-    ) -> tuple[Indices, Indices, list[int]] | None:
-        """Item indices and columns (arrays) of the pair items, allocating new ones,
-        and the new items.
+    ) -> tuple[list[int], list[int]] | None:
+        """Item indices of the pair items (allocating new ones) and the new items.
 
         ``None``: the block would be too large.
         """
@@ -188,45 +224,40 @@ class DenseBlock:
         get = index.get
         known = [get(item, 0) for item in items]
         if 0 not in known:  # the usual case: every item is a known pair item
-            ii = np.array(known, dtype=np.intp)
-            return ii, self.col_of[ii], []
+            return known, []
         idx: list[int] = []
-        cols: list[int] = []
         new: list[Item] = []
         new_f: list[Hashable] = []
         for item in items:
             f = item[0]
-            c = feat.get(f)
-            if c is None:
+            if f not in feat:
                 if f not in pair_features:
                     continue
-                new_f.append(f)
-                c = -len(new_f)  # placeholder, fixed below
+                if f not in new_f:
+                    new_f.append(f)
             a = get(item)
             if a is None:
                 new.append(item)
                 a = -len(new)
             idx.append(a)
-            cols.append(c)
         fresh: list[int] = []
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
-            d = self.vw.shape[0]
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
                 a = index[item] = len(index) + 1
                 self.items.append(item)
-                c = self.col_of[a] = feat[item[0]]
-                self.slots[1, a] = d + c
+                c = feat[item[0]]
+                self._set_column(a, c)
                 self.s[c] += 1.0
+                self.s_max = max(self.s_max, float(self.s[c]))
                 if item[1].__class__ is str:
                     self.codes.setdefault(item[0], {})[item[1]] = a
                 fresh.append(a)
             idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
-            cols = [c if c >= 0 else feat[new_f[-c - 1]] for c in cols]
-        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp), fresh
+        return idx, fresh
 
     def learn(
         self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
@@ -235,68 +266,53 @@ class DenseBlock:
         found = self._indices(items, pair_features)
         if found is None:
             return False
-        ii, cc, fresh = found
-        if not len(ii):
+        idx, fresh = found
+        if not idx:
             return True
-        cs = np.concatenate((ii, cc + self.vw.shape[0]))
-        cells_at = np.add.outer(cs * self.vw.shape[0], ii) * self.n_classes
-        self._add(cs, cells_at, cc * self.n_classes, k, w, fresh)
+        if fresh:
+            self.least = min(self.least, w)
+        self._add(self.event(idx), k, w, fresh)
         return True
 
     def learn_known(self, idx: list[int], k: int, w: float) -> None:
         """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
-        cached = self.event(idx)
-        self._add(cached[2], cached[5], cached[6], k, w, None)
+        self._add(self.event(idx), k, w, None)
 
     def event(self, idx: list[int]) -> Event:
-        """``(idx, items, slots, columns, rows, cells, column cells)`` of an event of known
-        items ``idx``.
+        """``(idx, items, info, rows)`` of an event of known items ``idx``.
 
-        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the
-        ``(slots × parents, K)`` view and ``cells[j, i] + k`` the flat position
-        of ``counts[slots[j], items[i], k]``; ``column cells + k`` those of ``fy[columns, k]``.
-        The last event's arrays are kept: a prediction then the learning of
-        the same event build them once.
+        ``info`` are the columns of :attr:`info` of its items, shape ``(5, d)``;
+        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the ``(slots ×
+        parents, K)`` view (``slots``: the items, then their columns). The last
+        event's arrays are kept: a prediction then the learning of the same
+        event build them once.
         """
         cached = self._event
         if cached is not None and cached[0] == idx:
             return cached
-        d = self.vw.shape[0]
-        ii = np.array(idx, dtype=np.intp)
-        cs = self.slots.take(ii, axis=1).ravel()
-        rows = np.add.outer(cs * d, ii)
-        cc = cs[len(idx) :] - d
-        k = self.n_classes
-        cached = self._event = (idx, ii, cs, cc, rows, rows * k, cc * k)
+        info = self.info.take(idx, axis=1)
+        ii = info[2]
+        cached = self._event = (idx, ii, info, np.add.outer(info[:2].ravel(), ii))
         return cached
 
-    def _add(
-        self,
-        cs: Indices,
-        cells_at: Indices,
-        columns_at: Indices,
-        k: int,
-        w: float,
-        fresh: list[int] | None,
-    ) -> None:
-        """Add weight ``w`` of class ``k`` to ``counts[cs[j], ii[i], k]`` (flat positions
-        ``cells_at + k``), the weights of the slots ``cs`` and ``fy`` (``columns_at + k``);
-        rewrite those cells of the log table (and every cell of the ``fresh`` items)."""
-        at = cells_at + k
-        flat = self.counts_flat
-        cells = flat[at]
+    def _add(self, event: Event, k: int, w: float, fresh: list[int] | None) -> None:
+        """Add weight ``w`` of class ``k`` to the event's cells, the weights of its slots
+        and ``fy``; rewrite those shifted counts (and every shifted count of the ``fresh``
+        items)."""
+        _idx, _ii, info, rows = event
+        by_class = self.counts_rows[:, k]
+        cells = by_class[rows]
         cells += w
-        flat[at] = cells
-        self.weights[cs] += w
-        self.fy_flat[columns_at + k] += w
-        if self.table is None:
+        by_class[rows] = cells
+        slots = info[2:4].ravel()
+        self.weights[slots] += w
+        self.fy[:, k][info[4]] += w
+        if self.shifted is None:
             return
         if fresh:
             self._refresh(fresh)
-        cells += self.offsets.take(cs)[:, None]
-        np.log(cells, out=cells)
-        cells *= self._sign(len(cs) // 2)
-        self.table_flat[at] = cells
+        cells += self.offsets.take(slots)[:, None]
+        self.shifted_rows[:, k][rows] = cells
 
     def add_item(
         self,
@@ -310,52 +326,55 @@ class DenseBlock:
         found = self._indices([item, *items], pair_features)
         if found is None:
             return False
-        idx, cols, _fresh = found
-        a, c = idx[0], cols[0]
+        idx, fresh = found
+        if fresh:
+            self.least = min(self.least, w)
+        a = idx[0]
+        c = int(self.col_of[a])
         self.pair[a, a, k] += w
         self.vw[a] += w
         self.fw[c] += w
         self.fy[c, k] += w
         if len(idx) >= 2:
-            ii = idx[1:]
-            cc = cols[1:]
+            ii = np.array(idx[1:], dtype=np.intp)
+            cc = self.col_of[ii]
             self.pair[a, ii, k] += w
             self.pair[ii, a, k] += w
             self.ctx[a, cc, k] += w
             self.ctx[ii, c, k] += w
-        if self.table is not None:
-            self._refresh([int(a)])  # every cell above is in a's slots or parent cells
+        if self.shifted is not None:
+            self._refresh([a])  # every cell above is in a's slots or parent cells
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor`` (the log table, if any, is dropped)."""
+        """Multiply every count by ``factor`` (the shifted counts, if any, are dropped)."""
         for arr in (self.counts, self.weights, self.fy):
             arr *= factor
-        self.table = None
+        self.shifted = None
+        self.least = 0.0  # (weights shrink: no bound)
 
-    # ------------------------------------------------------------------ log table
-    def build_table(self, alpha: float) -> None:
-        """(Re)build the log table for ``α = alpha`` in raw units (see the module docstring)."""
+    # ------------------------------------------------------------------ shifted counts
+    def prepare(self, alpha: float) -> None:
+        """``offsets`` (by slot: ``α`` for items, ``α S_j`` for columns) and ``aks``
+        (``α K S_i`` by column) for ``α = alpha`` in raw units."""
         d = self.vw.shape[0]
-        n = len(self.index)
         self.alpha = alpha
         self.offsets = np.full(self.counts.shape[0], alpha)
         self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
-        self.aks = (alpha * self.n_classes) * self.s
-        table = self.counts + self.offsets[:, None, None]
-        np.log(table, out=table)
-        table[d:] *= -1.0
-        items = np.arange(1, n + 1)
-        table[d + self.col_of[items], items] = 0.0  # a parent's own column
-        self.table = table
-        self.table_flat = table.reshape(-1)
-        self.table_cells = table.reshape(-1, self.n_classes)
+        np.multiply(alpha * self.n_classes, self.s, out=self.aks)
+
+    def build_shifted(self, alpha: float) -> None:
+        """(Re)build the shifted counts for ``α = alpha`` in raw units (see the module
+        docstring), with :meth:`prepare`."""
+        self.prepare(alpha)
+        self.shifted = self.counts + self.offsets[:, None, None]
+        self.shifted_rows = self.shifted.reshape(-1, self.n_classes)
 
     def _refresh(self, items: list[int]) -> None:
-        """Rewrite the table cells of new items: their slots, their columns' slots
+        """Rewrite the shifted counts of new items: their slots, their columns' slots
         (``S_j`` changed) and their parent cells."""
-        table = self.table
-        assert table is not None
+        shifted = self.shifted
+        assert shifted is not None
         counts, offsets, col_of = self.counts, self.offsets, self.col_of
         d = self.vw.shape[0]
         alpha = self.alpha
@@ -363,97 +382,9 @@ class DenseBlock:
             c = int(col_of[a])
             offsets[d + c] = alpha * self.s[c]
             self.aks[c] = (alpha * self.n_classes) * self.s[c]
-            table[a] = np.log(counts[a] + alpha)
-            row = table[d + c]
-            np.log(counts[d + c] + offsets[d + c], out=row)
-            row *= -1.0
-            row[col_of == c] = 0.0
-            table[:d, a] = np.log(counts[:d, a] + alpha)
-            table[d:, a] = -np.log(counts[d:, a] + offsets[d:, None])
-            table[d + c, a] = 0.0
-
-    def _sign(self, n: int) -> Floats:
-        """``(2n, n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
-        own column (cached)."""
-        sign = self._signs.get(n)
-        if sign is None:
-            sign = np.ones((2 * n, n))
-            sign[n:] = -1.0
-            sign[n + np.arange(n), np.arange(n)] = 0.0
-            self._signs[n] = sign
-        return sign
-
-    def predict_learn_uniform(self, items: Indices, ks: Indices, ws: Floats) -> Floats:
-        """Score then learn, in turn, ``B`` events of ``d`` known items each (batch kernel).
-
-        ``items[t]`` are event ``t``'s items, ``ks[t]`` its class index (``-1``:
-        predicted only) and ``ws[t]`` its weight. Returns ``SPODE_i(y)`` of
-        every item of every event as the parent, shape ``(B, d, K)``, each
-        from the counts of the events before it (:meth:`table_scores`, one
-        event at a time). Only the table cells are updated event by event;
-        ``N_i`` for the denominators, ``N(x_i)``, ``N_i`` and ``N(y, i)`` are
-        prefix sums over the batch, added in event order (the same sums as
-        one event at a time). Needs the log table.
-        """
-        b, d = items.shape
-        n_items = self.vw.shape[0]
-        n_classes = self.n_classes
-        slots = np.concatenate((items, self.col_of[items] + n_items), axis=1)  # (B, 2d)
-        columns = slots[:, d:] - n_items
-        rows = slots[:, :, None] * n_items + items[:, None, :]  # (B, 2d, d)
-        cells_at = rows * n_classes
-        offsets = self.offsets[slots][:, :, None]
-        learned = ks >= 0
-        events = np.flatnonzero(learned)
-        w_of = ws[events]
-        # weights before each event, and after the batch (row b): sequential sums
-        fw = np.zeros((b + 1, self.fw.shape[0]))
-        fw[0] = self.fw
-        fw[np.repeat(events + 1, d), columns[events].ravel()] = np.repeat(w_of, d)
-        np.cumsum(fw, axis=0, out=fw)
-        den = fw[np.arange(b)[:, None], columns]
-        den += (self.alpha * n_classes) * self.s[columns]
-        scores = np.empty((b, d, n_classes))
-        table_cells, counts, table = self.table_cells, self.counts_flat, self.table_flat
-        sign = self._sign(d)
-        for t in range(b):
-            np.add.reduce(table_cells.take(rows[t], axis=0), axis=0, out=scores[t])
-            k = ks[t]
-            if k >= 0:
-                at = cells_at[t] + k
-                cells = counts[at]
-                cells += ws[t]
-                counts[at] = cells
-                cells += offsets[t]
-                np.log(cells, out=cells)
-                cells *= sign
-                table[at] = cells
-        scores -= np.log(den)[:, :, None]
-        self.fw[:] = fw[b]
-        vw = np.zeros((len(events) + 1, n_items))
-        vw[0] = self.vw
-        vw[np.repeat(np.arange(1, len(events) + 1), d), items[events].ravel()] = np.repeat(w_of, d)
-        self.vw[:] = np.cumsum(vw, axis=0)[-1]
-        fy = np.zeros((len(events) + 1, self.fy_flat.shape[0]))
-        fy[0] = self.fy_flat
-        at_fy = (columns[events] * n_classes + ks[events][:, None]).ravel()
-        fy[np.repeat(np.arange(1, len(events) + 1), d), at_fy] = np.repeat(w_of, d)
-        self.fy_flat[:] = np.cumsum(fy, axis=0)[-1]
-        return scores
-
-    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats, Floats]:
-        """The parts of ``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent.
-
-        The event's slots summed over the log table give, for every parent
-        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``
-        (shape ``(d, K)``); less ``log(N_i + α K S_i)`` it is the score.
-        Returns the item indices (an array), those sums and ``N_i + α K S_i``.
-        """
-        _idx, ii, _cs, cc, rows, _cells, _columns = self.event(idx)
-        sums: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
-        den = self.fw.take(cc)
-        den += self.aks.take(cc)
-        return ii, sums, den
+            np.add(counts[a], alpha, out=shifted[a])
+            np.add(counts[d + c], offsets[d + c], out=shifted[d + c])
+            np.add(counts[:, a], offsets[:, None], out=shifted[:, a])
 
     # ------------------------------------------------------------------ conversion
     def load(
@@ -482,8 +413,7 @@ class DenseBlock:
             for v, by_class in counts[f].items():
                 a = index[(f, v)] = len(index) + 1
                 self.items.append((f, v))
-                self.col_of[a] = c
-                self.slots[1, a] = self.vw.shape[0] + c
+                self._set_column(a, c)
                 if v.__class__ is str:
                     self.codes.setdefault(f, {})[v] = a
                 self.vw[a] = vw[v]
@@ -500,6 +430,10 @@ class DenseBlock:
                 self.ctx[pa, pc] = ctx
                 for vj, row in values.items():
                     self.pair[pa, index[(j, vj)]] = row
+        n = len(index)
+        if n:
+            self.s_max = float(self.s.max())
+            self.least = float(self.vw[1 : n + 1].min())
         return True
 
     def to_sparse(self, counts: Mapping[Any, Any]) -> dict[Item, dict[Hashable, list[Any]]]:

@@ -429,8 +429,8 @@ class _Dependence(_SemiNaive):
                 positions = np.flatnonzero(self._parent_at(plan, items) < 0)
                 naive[start:stop, block.col_of[items[0, positions]]] = 1.0
                 return
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        if block.shifted is None or block.alpha != self.alpha:
+            block.build_shifted(self.alpha)  # no forgetting: α in raw units is α
         a = self.alpha
         vw, s, col_of, named = block.vw, block.s, block.col_of, block.items
 
@@ -443,13 +443,14 @@ class _Dependence(_SemiNaive):
         def n_values(item: int) -> float:
             return float(s[col_of[item]])
 
-        table = block.table_cells
+        shifted = block.shifted_rows
         learn = self._store.learn_known
         labels = list(self._store.classes)
+        log = np.log
         for t in range(start, stop):
             idx = rows[t]
-            at, nb, nodes = plan.rows(idx, qualifies, enough)
-            np.add.reduce(table.take(at, axis=0), axis=0, out=scores[t])
+            at, signs, nb, nodes = plan.rows(idx, qualifies, enough)
+            scores[t] = np.array(signs) @ log(shifted.take(at, axis=0))
             naive[t, nb] = 1.0
             if nodes:
                 extra[t] = family_terms(nodes, named, n_values, a)

@@ -24,7 +24,13 @@ import numpy as np
 from stream_nb._softmax import ABSORB
 from stream_nb.seminaive._dense import Floats, Indices
 
-__all__ = ["Bins", "known_items", "normalise", "rows_from_columns", "rows_from_dicts"]
+__all__ = [
+    "Bins",
+    "known_items",
+    "known_run",
+    "normalise",
+    "rows_from_columns",
+]
 
 Codes = Mapping[Hashable, Mapping[str, int]]
 
@@ -77,27 +83,37 @@ def known_items(codes: Codes, x: Mapping[Any, Any], bins: Bins | None = None) ->
     return [a for a in found if a is not None]
 
 
-def rows_from_dicts(
+def known_run(
     codes: Codes,
     xs: Sequence[Mapping[Any, Any]],
+    start: int,
     parent: Hashable | None,
     bins: Bins | None = None,
-) -> tuple[list[list[int]], list[int | None]] | None:
-    """Each event's items and its item of feature ``parent`` (``None``: absent, missing,
-    or no ``parent``); ``None`` unless every event is a known, non-empty ``dict``."""
+) -> tuple[list[list[int]], list[int | None]]:
+    """The longest run of known, non-empty ``dict`` events from ``xs[start]`` on: each
+    event's items and its item of feature ``parent`` (``None``: absent, missing, or no
+    ``parent``); empty lists when ``xs[start]`` is not one.
+
+    Examples
+    --------
+    >>> codes = {"a": {"u": 1, "v": 2}}
+    >>> known_run(codes, [{"a": "w"}, {"a": "u"}, {"a": "v"}, {"a": "w"}], 1, "a")
+    ([[1], [2]], [1, 2])
+    """
     rows = []
-    for x in xs:
+    for x in xs[start:]:
         if x.__class__ is not dict:
-            return None
+            break
         idx = known_items(codes, x, bins)
         if not idx:
-            return None
+            break
         rows.append(idx)
     if parent is None:
         return rows, [None] * len(rows)
     of_parent = codes.get(parent)
     binned = None if bins is None else bins.get(parent)
-    return rows, [_item(of_parent, binned, x.get(parent)) for x in xs]
+    stop = start + len(rows)
+    return rows, [_item(of_parent, binned, x.get(parent)) for x in xs[start:stop]]
 
 
 def rows_from_columns(
@@ -107,7 +123,9 @@ def rows_from_columns(
     parent: Hashable | None,
     bins: Bins | None = None,
 ) -> tuple[list[list[int]], list[int | None]] | None:
-    """:func:`rows_from_dicts` for events given as columns (``names[j]`` holds ``columns[j]``)."""
+    """Each event's items and its item of feature ``parent`` (as :func:`known_run`) for
+    events given as columns (``names[j]`` holds ``columns[j]``); ``None`` unless every
+    event is known and non-empty."""
     mapped: list[list[int | None]] = []
     ats: list[int | None] | None = None
     for name, column in zip(names, columns, strict=True):

@@ -89,7 +89,8 @@ def run_scores(
 
 def learn_run(block: DenseBlock, items: Indices, ks: Indices, ws: Floats) -> None:
     """Add the learned events of a run (``ks[t] >= 0``) to the block's counts, in event
-    order, as :meth:`DenseBlock.learn_known` one at a time would; the log table is dropped."""
+    order, as :meth:`DenseBlock.learn_known` one at a time would; the shifted counts, if
+    any, are dropped."""
     learned = ks >= 0
     items, ks, ws = items[learned], ks[learned], ws[learned]
     if not len(items):
@@ -103,4 +104,4 @@ def learn_run(block: DenseBlock, items: Indices, ks: Indices, ws: Floats) -> Non
     np.add.at(block.weights, slots.reshape(-1), np.repeat(ws, 2 * d))
     columns = slots[:, d:] - n_items
     np.add.at(block.fy_flat, (columns * n_classes + ks[:, None]).reshape(-1), np.repeat(ws, d))
-    block.table = None
+    block.shifted = None

@@ -37,12 +37,21 @@ from typing import Any, cast
 import numpy as np
 
 from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._softmax import log_softmax
+from stream_nb._state import LABEL_TYPES
 from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import superparent_scores
 from stream_nb.seminaive._known import known_items, normalise
+from stream_nb.seminaive._products import (
+    log_spodes,
+    mix_logs,
+    predict_learn_products,
+    ratios,
+    safe_length,
+)
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
 
@@ -64,6 +73,9 @@ class _SuperParent(_SemiNaive):
     """Base of SPODE and AODE: the averaged one-dependence score (see the module docstring)."""
 
     capabilities = Capabilities(informative_features=True, column_kernel=True)
+
+    # whether the options allow the known-event path (see _known_ready; set on first use)
+    _known_options: bool | None = None
 
     def _super_parent(self) -> Hashable | None:
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
@@ -89,18 +101,12 @@ class _SuperParent(_SemiNaive):
             return self._zero_alpha_scores(x)
         if self._weighted():
             return self._weighted_scores(x)
-        block = store.dense
-        if block is not None and self._gamma is None:
-            idx = known_items(block.codes, x)
-            if idx:
-                parent = self._super_parent()
-                at = None
-                if parent is not None:
-                    value = cast(Mapping[Any, Any], x).get(parent)
-                    at = None if value is None else block.codes[parent].get(value)
-                table = self._table_scores(block, idx, parent, at)
-                if table is not None:
-                    return dict(zip(class_weight, table, strict=True))
+        found = self._known_scores(x)
+        if found is not None:
+            values, linear = found
+            if linear:
+                values = [_log(v) for v in values]
+            return dict(zip(class_weight, values, strict=True))
         class_weight = store.categorical.class_weight
         warming: dict[Hashable, float] = {}
         items = self._encode(x, False, warming)
@@ -132,15 +138,12 @@ class _SuperParent(_SemiNaive):
         if block is not None and self._gamma is None:
             idx = known_items(block.codes, x)
             if idx:
-                if block.table is None or block.alpha != self.alpha:
-                    block.build_table(self.alpha)
-                ii, sums, den = block.table_scores(idx)
+                ii, spodes = self._known_spodes(block, idx)
                 keep = block.vw.take(ii) >= self._raw_threshold()
                 if keep.any():  # else no parent: the general path falls back
                     named = block.items
                     features = [named[a][0] for a in ii[keep].tolist()]
-                    spodes = sums[keep] - np.log(den[keep])[:, None]
-                    mixed = self._mix_weighted(features, spodes)
+                    mixed = self._mix_weighted(features, spodes[keep])
                     return dict(zip(store.class_weight, mixed, strict=True))
         warming: dict[Hashable, float] = {}
         items = self._encode(x, False, warming)
@@ -252,76 +255,137 @@ class _SuperParent(_SemiNaive):
         rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
         return [f for f, _v in chosen], np.array(rows)
 
-    def _table_scores(
-        self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
-    ) -> list[float] | None:
-        """The scores of an event whose items are all known (``idx``) from the log table;
-        ``None`` when no parent qualifies (the general path then falls back).
+    def _known_ready(self, shifted: bool = True) -> DenseBlock | None:
+        """The dense block when a known event may be scored from its shifted counts (a
+        dense block, something learned, no forgetting, ``α > 0``, unweighted, uniform
+        mixture), with the shifted counts built (``shifted=False``: only their offsets,
+        for the batch kernel); else ``None``."""
+        block = self._store.dense
+        if block is None:
+            return None
+        ready = self._known_options
+        if ready is None:  # (the options never change)
+            ready = self._known_options = (
+                self._gamma is None
+                and self.alpha > 0.0
+                and self._score_weights is None
+                and not self._weighted()
+            )
+        if not ready or not self._store.class_weight:
+            return None
+        if not shifted:
+            block.prepare(self.alpha)  # no forgetting: α in raw units is α
+        elif block.shifted is None or block.alpha != self.alpha:
+            block.build_shifted(self.alpha)
+        return block
 
-        ``parent`` is :meth:`_super_parent`; with one, ``at`` is the event's item
-        of that feature (``None``: absent or missing).
-        """
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)  # no forgetting: α in raw units is α
-        if parent is not None and at is None:
-            return None
-        ii, sums, den = block.table_scores(idx)
-        threshold = self._raw_threshold()
-        if at is not None:
-            position = idx.index(at)
-            if block.vw[ii[position]] < threshold:
-                return None
-            out: list[float] = (sums[position] - _log(den[position])).tolist()
-            return out
-        total = _total(block, ii, sums, den, threshold)
-        if total is None:
-            return None
-        if total.min() > 0.0:
-            out = np.log(total).tolist()
-            return out
-        sums -= np.log(den)[:, None]  # Σ exp underflows: shifted by the max
-        return _sum_dense(sums, block)
-
-    def _table_total(self, x: Mapping[str, Any]) -> tuple[list[Hashable], Floats] | None:
-        """AODE's ``Σ_i exp(SPODE_i(y))`` by class for a known event, from the log table;
-        ``None`` for anything else (SPODE, forgetting, an unknown value, no parent, a
-        class whose sum underflows)."""
-        store = self._store
-        block = store.dense
-        if block is None or self._gamma is not None or not store.class_weight:
-            return None
-        if self._super_parent() is not None or self._weighted() or self.alpha == 0.0:
-            return None
-        if self._score_weights is not None:
+    def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], bool] | None:
+        """The scores of a known event (see :mod:`~stream_nb.seminaive._known`) from the
+        shifted counts: ``(values, True)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
+        ``exp(SPODE_p(y))``) in class order, or ``(values, False)`` with their logs when
+        a product could underflow (:func:`~stream_nb.seminaive._products.safe_length`);
+        ``None`` for anything else (see :meth:`_known_ready`; an unknown value; no
+        qualifying parent)."""
+        block = self._known_ready()
+        if block is None:
             return None
         idx = known_items(block.codes, x)
         if not idx:
             return None
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)
-        total = _total(block, *block.table_scores(idx), self._raw_threshold())
-        if total is None or not total.min() > 0.0:
+        at = None
+        parent = self._super_parent()
+        if parent is not None:
+            value = cast(Mapping[Any, Any], x).get(parent)
+            if value is None:
+                return None
+            at = block.codes[parent].get(value)
+        return self._known(block, idx, parent, at)
+
+    def _known(
+        self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
+    ) -> tuple[list[float], bool] | None:
+        """:meth:`_known_scores` of an event of items ``idx``; ``parent`` is
+        :meth:`_super_parent` and, with one, ``at`` the event's item of that feature
+        (``None``: absent or missing). The shifted counts must be built."""
+        if parent is not None and at is None:
             return None
-        return list(store.class_weight), total
+        _idx, ii, info, rows = block.event(idx)
+        d = len(idx)
+        threshold = self._raw_threshold()
+        length = safe_length(block, self.alpha, self._store.total_weight)
+        if at is not None:
+            position = idx.index(at)
+            if block.vw[at] < threshold:
+                return None
+            cells = block.shifted_rows.take(rows[:, position], axis=0)  # (2d, K)
+            c = info[4, position]
+            cells[d + position] = block.fw[c] + block.aks[c]
+            num = cells[:d]
+            np.divide(num, cells[d:], out=num)
+            if d <= length:
+                return np.multiply.reduce(num, axis=0).tolist(), True
+            return log_spodes(num[:, None], length)[0].tolist(), False
+        prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
+        ratio = block.shifted_rows.take(rows, axis=0)  # (2d, d, K)
+        own = block.vectors(d)[0]
+        den = ratio[d:]
+        den[own, own] = prior[:, None]
+        ratio = ratio[:d]
+        np.divide(ratio, den, out=ratio)  # (as ratios())
+        keep = None
+        if block.least < threshold:
+            qualifies = block.vw.take(ii) >= threshold
+            if not qualifies.all():
+                if not qualifies.any():
+                    return None
+                keep = qualifies
+        if d <= length:
+            products = np.multiply.reduce(ratio, axis=0)
+            if keep is None:
+                return (block.vectors(d)[1] @ products).tolist(), True
+            return (keep.astype(np.float64) @ products).tolist(), True
+        spodes = log_spodes(ratio, length)
+        if keep is not None:
+            spodes = spodes[keep]
+        return mix_logs(spodes).tolist(), False
+
+    def _known_spodes(self, block: DenseBlock, idx: list[int]) -> tuple[Indices, Floats]:
+        """Every ``SPODE_p(y)`` of an event of known items ``idx`` from the shifted counts,
+        shape ``(d, K)``, with the items' indices."""
+        if block.shifted is None or block.alpha != self.alpha:
+            block.build_shifted(self.alpha)
+        _idx, ii, info, rows = block.event(idx)
+        prior = block.weights.take(info[3])
+        prior += block.aks.take(info[4])
+        ratio = ratios(block.shifted_rows.take(rows, axis=0), prior)
+        length = safe_length(block, self.alpha, self._store.total_weight)
+        return ii, log_spodes(ratio, length)
 
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_log_proba_one`; a known event straight from the log table."""
+        """:meth:`Learner.predict_log_proba_one`; a known event straight from the shifted counts."""
         if x.__class__ is dict:
-            found = self._table_total(x)
+            found = self._known_scores(x)
             if found is not None:
-                labels, total = found
-                total /= total.sum()
-                return dict(zip(labels, np.log(total).tolist(), strict=True))
+                values, linear = found
+                labels = self._store.class_weight
+                if linear:
+                    log_total = _log(sum(values))
+                    return dict(zip(labels, [_log(v) - log_total for v in values], strict=True))
+                return log_softmax(dict(zip(labels, values, strict=True)))
         return super().predict_log_proba_one(x)
 
     def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_proba_one`; a known event straight from the log table."""
+        """:meth:`Learner.predict_proba_one`; a known event straight from the shifted counts."""
         if x.__class__ is dict:
-            found = self._table_total(x)
+            found = self._known_scores(x)
             if found is not None:
-                labels, total = found
-                total /= total.sum()
-                return dict(zip(labels, total.tolist(), strict=True))
+                values, linear = found
+                labels = self._store.class_weight
+                if linear:
+                    total = sum(values)
+                    return dict(zip(labels, [v / total for v in values], strict=True))
+                log_proba = log_softmax(dict(zip(labels, values, strict=True)))
+                return {c: _exp(v) for c, v in log_proba.items()}
         return super().predict_proba_one(x)
 
     # ------------------------------------------------------------------ batch kernel
@@ -358,17 +422,19 @@ class _SuperParent(_SemiNaive):
         :meth:`predict_log_proba_one` then :meth:`learn_one` would.
 
         ``rows[i]`` are event ``i``'s items in the dense block,
-        ``parent_items[i]`` its item of the super-parent feature (SPODE). Each
-        event is scored from the log table (or the Naive Bayes fallback) and
-        learned with :meth:`PairStore.learn_known`; the scores are normalised
-        at the end, all rows at once. ``None`` (nothing changed) unless the
-        model has learned something and every label is ``None`` or a known
+        ``parent_items[i]`` its item of the super-parent feature (SPODE). A batch
+        of events with as many items each, all qualifying as parents, goes through
+        :func:`~stream_nb.seminaive._products.predict_learn_products`; any other is
+        scored one event at a time from the shifted counts (or the Naive Bayes
+        fallback) and learned with :meth:`PairStore.learn_known`. The scores are
+        normalised at the end, all rows at once. ``None`` (nothing changed) unless
+        the model has learned something and every label is ``None`` or a known
         class with a valid weight.
         """
         store = self._store
-        block = store.dense
+        block = self._known_ready(shifted=False)
         classes = store.classes
-        if block is None or not store.class_weight:
+        if block is None:
             return None
         try:
             if not all(y is None or y in classes for y in ys):
@@ -384,15 +450,21 @@ class _SuperParent(_SemiNaive):
         if jll_uniform is not None:
             log_proba, best = normalise(jll_uniform)
             return labels, log_proba, best
-        scores = self._table_scores
+        if block.shifted is None or block.alpha != self.alpha:
+            block.build_shifted(self.alpha)
+        known = self._known
         learn = store.learn_known
         jll = []
         learned = 0
         for idx, at, y, w in zip(rows, parent_items, ys, ws, strict=True):
-            row = scores(block, idx, parent, at)
-            if row is None:
+            found = known(block, idx, parent, at)
+            if found is None:
                 fallback = self._fallback([block.items[a] for a in idx])
                 row = [fallback[c] for c in labels]
+            else:
+                row, linear = found
+                if linear:
+                    row = [_log(v) for v in row]
             jll.append(row)
             if y is not None:
                 learn(idx, y, classes[y], w)
@@ -410,17 +482,16 @@ class _SuperParent(_SemiNaive):
         ws: Sequence[float],
     ) -> Floats | None:
         """The batch's scores with every event's items in one array
-        (:meth:`DenseBlock.predict_learn_uniform`), when every event has as many items,
-        every item qualifies as a parent already and (SPODE) every event has the
-        parent; ``None`` (nothing changed) otherwise."""
+        (:func:`~stream_nb.seminaive._products.predict_learn_products`), when every event
+        has as many items, every item qualifies as a parent already and (SPODE) every
+        event has the parent; ``None`` (nothing changed) otherwise."""
         d = len(rows[0])
         if any(len(idx) != d for idx in rows):
             return None
         items = np.array(rows, dtype=np.intp)
-        if block.vw[items].min() < self._raw_threshold():  # (weights only grow in a batch)
-            return None
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)
+        threshold = self._raw_threshold()
+        if block.least < threshold and block.vw[items].min() < threshold:
+            return None  # (weights only grow in a batch)
         at = None
         if self._super_parent() is not None:
             if None in parent_items:
@@ -428,18 +499,34 @@ class _SuperParent(_SemiNaive):
             at = np.argmax(items == np.array(parent_items, dtype=np.intp)[:, None], axis=1)
         store = self._store
         classes = store.classes
-        ks = np.array([-1 if y is None else classes[y] for y in ys], dtype=np.intp)
-        scores = block.predict_learn_uniform(items, ks, np.array(ws, dtype=np.float64))
+        ks = [-1 if y is None else classes[y] for y in ys]
+        weight = store.total_weight + sum(w for y, w in zip(ys, ws, strict=True) if y is not None)
+        length = safe_length(block, self.alpha, weight)
+        jll = predict_learn_products(block, items, ks, ws, length, at)
         store.learned_known(rows, ys, ws)
-        self.n_learned += int((ks >= 0).sum())
-        if at is not None:
-            out: Floats = scores[np.arange(len(rows)), at]
-            return out
-        top = scores.max(axis=1)
-        scores -= top[:, None, :]
-        np.exp(scores, out=scores)
-        jll: Floats = top + np.log(np.add.reduce(scores, axis=1))
+        self.n_learned += len(ks) - ks.count(-1)
         return jll
+
+    def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
+        """:meth:`Learner.learn_one`; a known event of a known class with weight 1, without
+        forgetting or a tracked delta, straight into the dense block (the same counts)."""
+        if (
+            w == 1.0
+            and x.__class__ is dict
+            and y.__class__ in LABEL_TYPES
+            and self._delta is None
+            and self._gamma is None
+        ):
+            store = self._store
+            block = store.dense
+            k = store.classes.get(y)
+            if block is not None and k is not None:  # (a learned class: a valid label)
+                idx = known_items(block.codes, x)
+                if idx:
+                    store.learn_known(idx, y, k, 1.0)
+                    self.n_learned += 1
+                    return
+        super().learn_one(x, y, w)
 
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         store = self._store
@@ -616,22 +703,6 @@ class _SuperParent(_SemiNaive):
         if f >= 1.0:
             return len(children)
         return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
-
-
-def _total(
-    block: DenseBlock, items: Indices, sums: Floats, den: Floats, threshold: float
-) -> Floats | None:
-    """``Σ_i exp(SPODE_i(y))`` over the items qualifying as parents (weight at least
-    ``threshold``) from :meth:`DenseBlock.table_scores`: ``Σ_i exp(sums_i) / den_i``, one
-    matrix-vector product; ``None`` when no item qualifies."""
-    weights = block.vw.take(items)
-    if weights.min() < threshold:
-        keep = weights >= threshold
-        if not keep.any():
-            return None
-        sums, den = sums[keep], den[keep]
-    total: Floats = np.reciprocal(den) @ np.exp(sums)
-    return total
 
 
 def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:

@@ -1,12 +1,13 @@
-"""The log table and the known-event path of AODE and SPODE against sparse dictionaries.
+"""The shifted counts and the known-event path of AODE and SPODE against sparse dictionaries.
 
 Events whose values are all known strings are scored from the dense block's
-log table and learned without encoding, their dictionary single counts
-deferred until read. A model forced to stay sparse is the reference: every
-prediction agrees to 1e-12, and the state (class order within every count
-included) is identical whether or not it was read in between. The table
-itself, kept up to date cell by cell, equals one rebuilt from the counts bit
-for bit.
+shifted counts (every SPODE a product of ratios) and learned without encoding,
+their dictionary single counts deferred until read. A model forced to stay
+sparse is the reference: every prediction agrees to 1e-12, also when the
+products are taken in chunks (as for wide events), and the state (class order
+within every count included) is identical whether or not it was read in
+between. The shifted counts, kept up to date cell by cell or by the batch
+kernel, equal counts plus offsets rebuilt from scratch bit for bit.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import pytest
 
 from stream_nb import AODE, SPODE, Learner
-from stream_nb.seminaive import _store
+from stream_nb.seminaive import _products, _store
 
 TOLERANCE = 1e-12
 
@@ -78,8 +79,13 @@ def assert_close(a: dict[Hashable, float], b: dict[Hashable, float]) -> None:
         assert abs(a[c] - b[c]) <= TOLERANCE * max(1.0, abs(b[c])), (c, a, b)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_table_path_equals_sparse_on_every_step(name: str) -> None:
+def test_known_path_equals_sparse_on_every_step(
+    name: str, chunked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if chunked:  # products of at most 2 or 3 ratios: the logs of chunks, added
+        monkeypatch.setattr(_products, "_LOG_TINY", -15.0)
     model = FACTORIES[name]()
     ref = sparse(FACTORIES[name]())
     rng = random.Random(1)
@@ -90,12 +96,14 @@ def test_table_path_equals_sparse_on_every_step(name: str) -> None:
         model.learn_one(x, y, w)
         ref.learn_one(x, y, w)
     block = model._store.dense  # type: ignore[attr-defined]
-    assert block is not None and block.table is not None
+    assert block is not None and block.shifted is not None
+    if chunked:
+        assert _products.safe_length(block, 1.0, model._store.total_weight) < 4  # type: ignore[attr-defined]
     assert state_json(model) == state_json(ref)
     assert model.model_size() == ref.model_size()
 
 
-def test_known_events_take_the_table_path() -> None:
+def test_known_events_take_the_known_path() -> None:
     """After warm-up nearly every event (None values included) is learned as known items."""
     model = AODE()
     events = [e for e in string_events(seed=3, n=200) if "never-seen" not in e[0].values()]
@@ -133,7 +141,7 @@ def test_deferred_counts_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert state_json(bounded) == state_json(ref)
 
 
-def test_probabilities_from_the_table_agree_with_the_scores() -> None:
+def test_probabilities_of_known_events_agree_with_the_scores() -> None:
     """predict_proba_one and predict_log_proba_one of a known event, from the total
     directly, equal the normalised joint log-likelihood."""
     model = AODE()
@@ -150,28 +158,57 @@ def test_probabilities_from_the_table_agree_with_the_scores() -> None:
         assert abs(proba[c] - math.exp(v - top) / total) <= TOLERANCE
 
 
+def _assert_shifted_is_rebuilt(model: Learner) -> None:
+    """The shifted counts of every used cell equal counts plus offsets built from scratch."""
+    block = model._store.dense  # type: ignore[attr-defined]
+    kept = block.shifted.copy()
+    block.build_shifted(block.alpha)
+    n = len(block.index)
+    d = block.vw.shape[0]
+    used = [*range(n + 1), *range(d, d + len(block.feat))]  # slots of items and columns
+    np.testing.assert_array_equal(kept[used][:, : n + 1], block.shifted[used][:, : n + 1])
+
+
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_table_kept_cell_by_cell_equals_a_rebuilt_one(name: str) -> None:
+def test_shifted_counts_kept_cell_by_cell_equal_rebuilt_ones(name: str) -> None:
     model = FACTORIES[name]()
     for x, y, w in string_events(seed=5, n=250):
         model.predict_log_proba_one(x)
         model.learn_one(x, y, w)
-    block = model._store.dense  # type: ignore[attr-defined]
-    kept = block.table.copy()
-    block.build_table(block.alpha)
-    n = len(block.index)
-    d = block.vw.shape[0]
-    used = [*range(n + 1), *range(d, d + len(block.feat))]  # slots of items and columns
-    np.testing.assert_array_equal(kept[used][:, 1 : n + 1], block.table[used][:, 1 : n + 1])
+    _assert_shifted_is_rebuilt(model)
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_the_batch_kernel_drops_the_shifted_counts(name: str) -> None:
+    model = FACTORIES[name]()
+    events = [(x, y, w) for x, y, w in string_events(seed=10, n=900) if None not in x.values()]
+    for x, y, w in events[:500]:  # (every value, feature and class seen)
+        model.learn_one(x, y, w)
+    taken = 0
+    for start in range(500, len(events), 90):
+        batch = events[start : start + 90]
+        names = ("f0", "f1", "f2", "f3", "late")
+        full = [e for e in batch if set(e[0]) == set(names)]
+        columns = [[x[f] for x, _y, _w in full] for f in names]
+        out = model.predict_learn_columns(
+            names, columns, [y for _x, y, _w in full], [w for _x, _y, w in full]
+        )
+        taken += out is not None
+        assert model._store.dense.shifted is None  # type: ignore[attr-defined]  # (dropped)
+        for x, y, w in batch[:5]:  # one event at a time: rebuilt, then kept cell by cell
+            model.predict_log_proba_one(x)
+            model.learn_one(x, y, w)
+        _assert_shifted_is_rebuilt(model)
+    assert taken >= 3
 
 
 def test_forgetting_keeps_the_general_path() -> None:
-    """With half_life the raw α changes every event: no table, same answers."""
+    """With half_life the raw α changes every event: no shifted counts, same answers."""
     model = AODE(half_life=50.0)
     ref = sparse(AODE(half_life=50.0))
     for x, y, w in string_events(seed=6, n=200):
         assert_close(model.predict_log_proba_one(x), ref.predict_log_proba_one(x))
         model.learn_one(x, y, w)
         ref.learn_one(x, y, w)
-    assert model._store.dense.table is None  # type: ignore[attr-defined]
+    assert model._store.dense.shifted is None  # type: ignore[attr-defined]
     assert state_json(model) == state_json(ref)
