@@ -32,6 +32,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, cast
 
+import numpy as np
+
 from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
 from stream_nb._params import check_alpha, check_feature_weights, check_nonneg
 from stream_nb._state import (
@@ -50,7 +52,10 @@ from stream_nb._state import (
 )
 from stream_nb.base import Capabilities, Learner
 from stream_nb.naive_bayes._arrays import per_event_answers
-from stream_nb.seminaive._known import known_run, rows_from_columns
+from stream_nb.seminaive._dense import Indices
+from stream_nb.seminaive._known import Rows, known_run, rows_from_columns
+from stream_nb.seminaive._record import record_run
+from stream_nb.seminaive._segment import learn_run
 from stream_nb.seminaive._store import OTHER, Item, PairStore
 from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms, weighted_gaussian_terms
 from stream_nb.seminaive.discretise import (
@@ -282,7 +287,8 @@ class _SemiNaive(Learner):
                 if len(rows) >= _MIN_RUN:
                     out = self._predict_learn_known(rows, parents, ys[i:stop], ws[i:stop])
                     if out is not None:
-                        self._record_batch(xs[i:stop], ys[i:stop], ws[i:stop], {})
+                        if self._delta is not None:  # (capabilities.kernel_records_delta)
+                            record_run(self, rows, ys[i:stop], ws[i:stop], xs[i:stop].__getitem__)
                         answers = per_event_answers(*out)
                         log_probas += answers[0]
                         predictions += answers[1]
@@ -320,18 +326,44 @@ class _SemiNaive(Learner):
         [0, 1] (3, 2) [1, 0, 1] 8
         """
         block = self._store.dense
-        if block is None or self._delta is not None or not self._batch_ready():
+        if block is None or not self._batch_ready():
             return None
         batch = rows_from_columns(
             block.codes, names, columns, self._kernel_parent(), self._frozen_bins()
         )
         if batch is None:
             return None
-        return self._predict_learn_known(*batch, ys, [1.0] * len(ys) if ws is None else ws)
+        weights = [1.0] * len(ys) if ws is None else ws
+        out = self._predict_learn_known(*batch, ys, weights)
+        if out is not None and self._delta is not None:  # (capabilities.kernel_records_delta)
+
+            def raw(i: int) -> dict[str, Any]:
+                return {name: column[i] for name, column in zip(names, columns, strict=True)}
+
+            record_run(self, batch[0], ys, weights, raw)
+        return out
 
     def _batch_ready(self) -> bool:
         """Hook: whether the batch kernel may take a batch (no kernel here)."""
         return False
+
+    def _learn_known_run(
+        self, rows: Rows, ks: Indices, ys: Sequence[Hashable], ws: Sequence[float]
+    ) -> None:
+        """Learn events whose every item (``rows``, in the dense block) and class (indices
+        ``ks``, labels ``ys``) are known, with weights ``ws``, as :meth:`learn_one` would one
+        after another (a model-sync delta recording what a batch kernel learned, see
+        :mod:`~stream_nb.seminaive._record`)."""
+        store = self._store
+        block = store.dense
+        assert block is not None
+        if isinstance(rows, np.ndarray):
+            learn_run(block, rows, ks, np.array(ws, dtype=np.float64))
+            store.learned_known(rows, ks, ys, ws)
+        else:
+            for idx, k, y, w in zip(rows, ks.tolist(), ys, ws, strict=True):
+                store.learn_known(idx, y, k, w)
+        self.n_learned += len(ys)
 
     def _kernel_parent(self) -> Hashable | None:
         """Hook: the super-parent feature whose item the kernel needs per event, if any."""
@@ -339,7 +371,7 @@ class _SemiNaive(Learner):
 
     def _predict_learn_known(
         self,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],

@@ -26,6 +26,7 @@ from stream_nb.seminaive._dense import Floats, Indices
 
 __all__ = [
     "Bins",
+    "Rows",
     "known_items",
     "known_run",
     "normalise",
@@ -36,6 +37,9 @@ Codes = Mapping[Hashable, Mapping[str, int]]
 
 #: Feature -> (its frozen cut points, bin -> the block's item of that bin).
 Bins = Mapping[Hashable, tuple[Sequence[float], Mapping[int, int]]]
+
+#: Events' items: one list per event, or a ``(B, d)`` array when every event has ``d``.
+Rows = list[list[int]] | Indices
 
 #: Integers converted to a double without rounding (numpy and ``bisect`` then agree).
 _EXACT_INT = 2**53
@@ -122,12 +126,24 @@ def rows_from_columns(
     columns: Sequence[Sequence[Any]],
     parent: Hashable | None,
     bins: Bins | None = None,
-) -> tuple[list[list[int]], list[int | None]] | None:
+) -> tuple[Rows, list[int | None]] | None:
     """Each event's items and its item of feature ``parent`` (as :func:`known_run`) for
     events given as columns (``names[j]`` holds ``columns[j]``); ``None`` unless every
-    event is known and non-empty."""
+    event is known and non-empty. With no value missing the items come as one
+    ``(B, d)`` array.
+
+    Examples
+    --------
+    >>> codes = {"a": {"u": 1, "v": 2}, "b": {"p": 3}}
+    >>> rows, _ = rows_from_columns(codes, ("a", "b"), [["u", "v"], ["p", "p"]], None)
+    >>> rows.tolist()
+    [[1, 3], [2, 3]]
+    >>> rows_from_columns(codes, ("a", "b"), [["u", "v"], ["p", None]], "a")
+    ([[1, 3], [2]], [1, 2])
+    """
     mapped: list[list[int | None]] = []
     ats: list[int | None] | None = None
+    full = True
     for name, column in zip(names, columns, strict=True):
         of = codes.get(name)
         binned = None if bins is None else bins.get(name)
@@ -142,11 +158,15 @@ def rows_from_columns(
                 items = [_item(of, binned, v) for v in column]
             except (KeyError, TypeError):
                 return None
+            full = full and None not in items
         mapped.append(items)
         if name == parent:
             ats = items
     if not mapped:
         return None
+    if full:
+        array = np.array(mapped, dtype=np.intp).T.copy()
+        return array, [None] * len(array) if ats is None else ats
     rows = [[a for a in row if a is not None] for row in zip(*mapped, strict=True)]
     if not all(rows):
         return None

@@ -153,12 +153,12 @@ def predict_learn_products(
         shift = offsets.take(np.concatenate((info[2, t0:t1], info[3, t0:t1]), axis=1))
         if parent_at is None:
             gathered = np.empty((n, 2 * d, d, n_classes))
-            for t in range(t0, t1):
-                cells = rows[t - t0]
-                take(cells, axis=0, out=gathered[t - t0], mode="clip")
-                k = ks_list[t]
+            for cells, into, k, w in zip(
+                rows, gathered, ks_list[t0:t1], ws_list[t0:t1], strict=True
+            ):
+                take(cells, axis=0, out=into, mode="clip")
                 if k >= 0:
-                    by_class[k][cells] = gathered[t - t0, :, :, k] + ws_list[t]
+                    by_class[k][cells] = into[:, :, k] + w
             gathered += shift[:, :, None, None]
             ratio = ratios(gathered, prior[t0:t1])
             if d <= length:

@@ -44,7 +44,7 @@ from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import superparent_scores
-from stream_nb.seminaive._known import known_items, normalise
+from stream_nb.seminaive._known import Rows, known_items, normalise
 from stream_nb.seminaive._products import (
     log_spodes,
     mix_logs,
@@ -72,7 +72,9 @@ Child = tuple[Hashable, Hashable, float, float]
 class _SuperParent(_SemiNaive):
     """Base of SPODE and AODE: the averaged one-dependence score (see the module docstring)."""
 
-    capabilities = Capabilities(informative_features=True, column_kernel=True)
+    capabilities = Capabilities(
+        informative_features=True, column_kernel=True, kernel_records_delta=True
+    )
 
     # whether the options allow the known-event path (see _known_ready; set on first use)
     _known_options: bool | None = None
@@ -413,7 +415,7 @@ class _SuperParent(_SemiNaive):
 
     def _predict_learn_known(
         self,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
@@ -452,11 +454,12 @@ class _SuperParent(_SemiNaive):
             return labels, log_proba, best
         if block.shifted is None or block.alpha != self.alpha:
             block.build_shifted(self.alpha)
+        lists: list[list[int]] = rows.tolist() if isinstance(rows, np.ndarray) else rows
         known = self._known
         learn = store.learn_known
         jll = []
         learned = 0
-        for idx, at, y, w in zip(rows, parent_items, ys, ws, strict=True):
+        for idx, at, y, w in zip(lists, parent_items, ys, ws, strict=True):
             found = known(block, idx, parent, at)
             if found is None:
                 fallback = self._fallback([block.items[a] for a in idx])
@@ -476,7 +479,7 @@ class _SuperParent(_SemiNaive):
     def _uniform_batch(
         self,
         block: DenseBlock,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
@@ -485,10 +488,13 @@ class _SuperParent(_SemiNaive):
         (:func:`~stream_nb.seminaive._products.predict_learn_products`), when every event
         has as many items, every item qualifies as a parent already and (SPODE) every
         event has the parent; ``None`` (nothing changed) otherwise."""
-        d = len(rows[0])
-        if any(len(idx) != d for idx in rows):
-            return None
-        items = np.array(rows, dtype=np.intp)
+        if isinstance(rows, np.ndarray):
+            items = rows
+        else:
+            d = len(rows[0])
+            if any(len(idx) != d for idx in rows):
+                return None
+            items = np.array(rows, dtype=np.intp)
         threshold = self._raw_threshold()
         if block.least < threshold and block.vw[items].min() < threshold:
             return None  # (weights only grow in a batch)
@@ -503,8 +509,10 @@ class _SuperParent(_SemiNaive):
         weight = store.total_weight + sum(w for y, w in zip(ys, ws, strict=True) if y is not None)
         length = safe_length(block, self.alpha, weight)
         jll = predict_learn_products(block, items, ks, ws, length, at)
-        store.learned_known(rows, ys, ws)
-        self.n_learned += len(ks) - ks.count(-1)
+        k_of = np.array(ks, dtype=np.intp)
+        learned = k_of >= 0
+        store.learned_known(items[learned], k_of[learned], ys, ws)
+        self.n_learned += int(learned.sum())
         return jll
 
     def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:

@@ -89,7 +89,9 @@ class SPODE(_SuperParent):
     'play'
     """
 
-    capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
+    capabilities = Capabilities(
+        informative_features=True, structure=True, column_kernel=True, kernel_records_delta=True
+    )
 
     def structure(self) -> dict[str, Any] | None:
         """Every feature's parent is the super-parent (:meth:`Learner.structure`).

@@ -158,18 +158,17 @@ def test_batches_the_kernel_cannot_take_change_nothing(name: str, change: str) -
     assert state(model) == before
 
 
-def test_no_kernel_with_forgetting_a_best_parent_or_a_tracked_delta() -> None:
+def test_no_kernel_with_forgetting_or_a_best_parent() -> None:
+    """(A tracked delta keeps the kernel: it records the delta, test_seminaive_delta.py.)"""
     batch = events(5, 40)
     names, columns = as_columns(batch)
     ys = [y for _x, y, _w in batch]
     forgetting = AODE(half_life=100.0)
     best_parent = SPODE()
-    tracked = AODE()
-    for model in (forgetting, best_parent, tracked):
+    for model in (forgetting, best_parent):
         for x, y, w in events(3, 200):
             model.learn_one(x, y, w)
-    tracked.track_delta()
-    for model in (forgetting, best_parent, tracked):
+    for model in (forgetting, best_parent):
         before = state(model)
         assert model.predict_learn_columns(names, columns, ys) is None
         assert state(model) == before

@@ -111,7 +111,7 @@ def test_known_events_take_the_known_path() -> None:
         model.predict_log_proba_one(x)
         model.learn_one(x, y, w)
     store = model._store  # type: ignore[attr-defined]
-    assert len(store._deferred) > 80  # learned by learn_known since the last new value
+    assert store._n_deferred > 80  # learned by learn_known since the last new value
     assert store.categorical.total_weight == sum(w for _x, _y, w in events)
     assert not store._deferred
 
@@ -137,7 +137,7 @@ def test_deferred_counts_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for x, y, w in events:
         bounded.learn_one(x, y, w)
         ref.learn_one(x, y, w)
-        assert len(bounded._store._deferred) < 5  # type: ignore[attr-defined]
+        assert bounded._store._n_deferred < 5  # type: ignore[attr-defined]
     assert state_json(bounded) == state_json(ref)
 
 
