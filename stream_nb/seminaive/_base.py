@@ -492,15 +492,19 @@ class _SemiNaive(Learner):
         keep = []
         store = self._store
         capped = store.categorical.capped  # the cap, as when the value was learned
+        replayed = False
         for entry in self._pending:
             items, pending, y, w = entry
             for f in [f for f in pending if f in edges]:
                 item = (f, capped(f, bisect_right(edges[f], pending.pop(f))))
                 store.add_item(items, item, y, w)
                 items.append(item)
+                replayed = True
             if pending:
                 keep.append(entry)
         self._pending = keep
+        if replayed and store.dense is not None:  # (add_item ends a block's completeness)
+            store.dense.complete = store.dense.check_complete()
 
     def _frozen_bins(self) -> dict[Hashable, tuple[list[float], dict[int, int]]]:
         """The numeric pair features whose cut points are frozen: their cut points and the

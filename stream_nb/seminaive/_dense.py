@@ -18,19 +18,16 @@ one gather, add and scatter of the ``2d²`` cells (the diagonal ``pair[a, a]``
 gets ``N(y, x_i)`` from the same add; ``ctx[a, c(a)]``, a feature with itself,
 is written too but never read).
 
-AODE and SPODE without forgetting (α fixed in raw units) also keep the *shifted
-counts*, an array of the same shape holding ``counts + offset`` of each slot:
-``N(y, x_a, x_b) + α`` in item slots and ``N(y, x_a, j) + α S_j`` in column
-slots, i.e. the numerator and denominator of every ``P̂(x_j | y, x_i)``. A
-learned event rewrites exactly the cells whose counts it changed (a new value
-rewrites its column's slot, whose ``S_j`` grew, and its own slot and parent
-cells), each as ``counts + offset`` (so the shifted counts never depend on the
-order of events, only on the counts). Every super-parent of a known event is
-then one gather of its ``2d`` slots, one division and one product
-(:mod:`stream_nb.seminaive._products`); no logarithm is kept or taken when learning.
+The block is *complete* while every event it learned held a value of every
+pair feature (:attr:`DenseBlock.complete`): then ``N(y, x_i, j) = N(y, x_i)`` for
+every item and column (the same weights, added in the same order), so a
+super-parent's denominators follow from its diagonal alone
+(:mod:`stream_nb.seminaive._products`). An event without some pair feature, a
+feature first met after other events, or a value added to an event already
+learned (warm-up replay) ends it; a load checks the counts.
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
-(capacities grow by doubling), twice that with the shifted counts. A block whose
+(capacities grow by doubling). A block whose
 counts would exceed :data:`DENSE_MAX_BYTES` is not built: the store keeps (or
 goes back to) its sparse dictionaries, so ID-like features still work with
 memory bounded by ``max_values_per_feature``.
@@ -97,11 +94,13 @@ class DenseBlock:
 
     __slots__ = (
         "_event",
+        "_prepared",
         "_vectors",
         "aks",
         "alpha",
         "codes",
         "col_of",
+        "complete",
         "counts",
         "counts_flat",
         "counts_rows",
@@ -119,10 +118,9 @@ class DenseBlock:
         "pair",
         "s",
         "s_max",
-        "shifted",
-        "shifted_rows",
         "slot_weights",
         "slots",
+        "uniform_s",
         "vw",
         "weights",
     )
@@ -135,9 +133,11 @@ class DenseBlock:
         # feature -> string value -> item: the items of events given as strings
         self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
-        self.shifted: Floats | None = None
-        self.alpha = 0.0  # the α (raw units) of the shifted counts
+        self.alpha = 0.0  # the α (raw units) of offsets and aks (see prepare)
+        self._prepared: float | None = None  # the α they hold (None: S changed since)
         self.s_max = 0.0  # the largest S_j
+        self.uniform_s: float | None = None  # S_j when every column has as many values
+        self.complete = True  # see the module docstring
         # a lower bound of every learned item's N(x_i) (they only grow without forgetting)
         self.least = math.inf
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
@@ -150,7 +150,7 @@ class DenseBlock:
         self.ctx = self.counts[d:].transpose(1, 0, 2)
         self.counts_flat = self.counts.reshape(-1)
         self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
-        # by slot: vw for items, fw for columns; then α K S_i of columns (shifted counts)
+        # by slot: vw for items, fw for columns; then α K S_i of columns (see prepare)
         self.slot_weights = np.zeros((2, d + f))
         self.weights = self.slot_weights[0]
         self.aks = self.slot_weights[1, d:]
@@ -164,6 +164,7 @@ class DenseBlock:
         self.slots = self.info[2:4]  # the child slots of each item: (a, d + its column)
         self._set_info()
         self._event: Event | None = None
+        self._prepared = None
 
     def _set_info(self) -> None:
         """Fill :attr:`info` from :attr:`col_of`."""
@@ -205,8 +206,6 @@ class DenseBlock:
         self.col_of[:d0] = old[4]
         self.fy[:f0, :k0] = old[5]
         self._set_info()
-        if self.shifted is not None:
-            self.build_shifted(self.alpha)
         return True
 
     def add_class(self) -> bool:
@@ -244,6 +243,8 @@ class DenseBlock:
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
+            if new_f and index:  # the items learned so far never met these features
+                self.complete = False
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
@@ -252,12 +253,19 @@ class DenseBlock:
                 c = feat[item[0]]
                 self._set_column(a, c)
                 self.s[c] += 1.0
-                self.s_max = max(self.s_max, float(self.s[c]))
                 if item[1].__class__ is str:
                     self.codes.setdefault(item[0], {})[item[1]] = a
                 fresh.append(a)
+            self._values_changed()
             idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
         return idx, fresh
+
+    def _values_changed(self) -> None:
+        """``S_j`` changed: :attr:`s_max`, :attr:`uniform_s` and :meth:`prepare` again."""
+        s = self.s[: len(self.feat)]
+        self.s_max = float(s.max()) if len(s) else 0.0
+        self.uniform_s = float(s[0]) if len(s) and (s == s[0]).all() else None
+        self._prepared = None
 
     def learn(
         self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
@@ -271,12 +279,16 @@ class DenseBlock:
             return True
         if fresh:
             self.least = min(self.least, w)
-        self._add(self.event(idx), k, w, fresh)
+        if len(idx) != len(self.feat):
+            self.complete = False
+        self._add(self.event(idx), k, w)
         return True
 
     def learn_known(self, idx: list[int], k: int, w: float) -> None:
         """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
-        self._add(self.event(idx), k, w, None)
+        if len(idx) != len(self.feat):
+            self.complete = False
+        self._add(self.event(idx), k, w)
 
     def event(self, idx: list[int]) -> Event:
         """``(idx, items, info, rows)`` of an event of known items ``idx``.
@@ -295,24 +307,16 @@ class DenseBlock:
         cached = self._event = (idx, ii, info, np.add.outer(info[:2].ravel(), ii))
         return cached
 
-    def _add(self, event: Event, k: int, w: float, fresh: list[int] | None) -> None:
+    def _add(self, event: Event, k: int, w: float) -> None:
         """Add weight ``w`` of class ``k`` to the event's cells, the weights of its slots
-        and ``fy``; rewrite those shifted counts (and every shifted count of the ``fresh``
-        items)."""
+        and ``fy``."""
         _idx, _ii, info, rows = event
         by_class = self.counts_rows[:, k]
         cells = by_class[rows]
         cells += w
         by_class[rows] = cells
-        slots = info[2:4].ravel()
-        self.weights[slots] += w
+        self.weights[info[2:4].ravel()] += w
         self.fy[:, k][info[4]] += w
-        if self.shifted is None:
-            return
-        if fresh:
-            self._refresh(fresh)
-        cells += self.offsets.take(slots)[:, None]
-        self.shifted_rows[:, k][rows] = cells
 
     def add_item(
         self,
@@ -329,6 +333,7 @@ class DenseBlock:
         idx, fresh = found
         if fresh:
             self.least = min(self.least, w)
+        self.complete = False  # (the other events lack the item's feature)
         a = idx[0]
         c = int(self.col_of[a])
         self.pair[a, a, k] += w
@@ -342,49 +347,27 @@ class DenseBlock:
             self.pair[ii, a, k] += w
             self.ctx[a, cc, k] += w
             self.ctx[ii, c, k] += w
-        if self.shifted is not None:
-            self._refresh([a])  # every cell above is in a's slots or parent cells
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor`` (the shifted counts, if any, are dropped)."""
+        """Multiply every count by ``factor``."""
         for arr in (self.counts, self.weights, self.fy):
             arr *= factor
-        self.shifted = None
         self.least = 0.0  # (weights shrink: no bound)
 
-    # ------------------------------------------------------------------ shifted counts
+    # ------------------------------------------------------------------ smoothing
     def prepare(self, alpha: float) -> None:
         """``offsets`` (by slot: ``α`` for items, ``α S_j`` for columns) and ``aks``
-        (``α K S_i`` by column) for ``α = alpha`` in raw units."""
+        (``α K S_i`` by column) for ``α = alpha`` in raw units; kept until ``S_j``
+        changes."""
+        if self._prepared == alpha:
+            return
         d = self.vw.shape[0]
         self.alpha = alpha
         self.offsets = np.full(self.counts.shape[0], alpha)
         self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
         np.multiply(alpha * self.n_classes, self.s, out=self.aks)
-
-    def build_shifted(self, alpha: float) -> None:
-        """(Re)build the shifted counts for ``α = alpha`` in raw units (see the module
-        docstring), with :meth:`prepare`."""
-        self.prepare(alpha)
-        self.shifted = self.counts + self.offsets[:, None, None]
-        self.shifted_rows = self.shifted.reshape(-1, self.n_classes)
-
-    def _refresh(self, items: list[int]) -> None:
-        """Rewrite the shifted counts of new items: their slots, their columns' slots
-        (``S_j`` changed) and their parent cells."""
-        shifted = self.shifted
-        assert shifted is not None
-        counts, offsets, col_of = self.counts, self.offsets, self.col_of
-        d = self.vw.shape[0]
-        alpha = self.alpha
-        for a in items:
-            c = int(col_of[a])
-            offsets[d + c] = alpha * self.s[c]
-            self.aks[c] = (alpha * self.n_classes) * self.s[c]
-            np.add(counts[a], alpha, out=shifted[a])
-            np.add(counts[d + c], offsets[d + c], out=shifted[d + c])
-            np.add(counts[:, a], offsets[:, None], out=shifted[:, a])
+        self._prepared = alpha
 
     # ------------------------------------------------------------------ conversion
     def load(
@@ -432,9 +415,18 @@ class DenseBlock:
                     self.pair[pa, index[(j, vj)]] = row
         n = len(index)
         if n:
-            self.s_max = float(self.s.max())
+            self._values_changed()
             self.least = float(self.vw[1 : n + 1].min())
+            self.complete = self.check_complete()
         return True
+
+    def check_complete(self) -> bool:
+        """Whether ``N(y, x_i, j) = N(y, x_i)`` for every item and every other column."""
+        n, f = len(self.index), len(self.feat)
+        items = np.arange(1, n + 1)
+        same = (self.ctx[1 : n + 1, :f] == self.counts[items, items][:, None, :]).all(axis=2)
+        same[np.arange(n), self.col_of[1 : n + 1]] = True  # (a feature with itself)
+        return bool(same.all())
 
     def to_sparse(self, counts: Mapping[Any, Any]) -> dict[Item, dict[Hashable, list[Any]]]:
         """The sparse ``pairs`` dictionary of ``PairStore`` (combinations with nonzero counts).

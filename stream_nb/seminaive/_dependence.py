@@ -462,8 +462,7 @@ class _Dependence(_SemiNaive):
                 positions = np.flatnonzero(self._parent_at(plan, items) < 0)
                 naive[start:stop, block.col_of[items[0, positions]]] = 1.0
                 return
-        if block.shifted is None or block.alpha != self.alpha:
-            block.build_shifted(self.alpha)  # no forgetting: α in raw units is α
+        block.prepare(self.alpha)  # no forgetting: α in raw units is α
         a = self.alpha
         vw, s, col_of, named = block.vw, block.s, block.col_of, block.items
 
@@ -476,14 +475,19 @@ class _Dependence(_SemiNaive):
         def n_values(item: int) -> float:
             return float(s[col_of[item]])
 
-        shifted = block.shifted_rows
+        counts = block.counts_rows
+        offsets = block.offsets
+        n_items = block.vw.shape[0]
         learn = self._store.learn_known
         labels = list(self._store.classes)
         log = np.log
         for t in range(start, stop):
             idx = rows[t]
             at, signs, nb, nodes = plan.rows(idx, qualifies, enough)
-            scores[t] = np.array(signs) @ log(shifted.take(at, axis=0))
+            cells = np.array(at, dtype=np.intp)
+            terms = counts.take(cells, axis=0)  # (the count, then + α or + α S_j)
+            terms += offsets.take(cells // n_items)[:, None]
+            np.add.reduce(log(terms, out=terms) * np.array(signs)[:, None], axis=0, out=scores[t])
             naive[t, nb] = 1.0
             if nodes:
                 extra[t] = family_terms(nodes, named, n_values, a)

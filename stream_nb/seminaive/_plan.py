@@ -80,9 +80,9 @@ class Plan:
         qualifies: Callable[[int], bool],
         enough: Callable[[Node], bool],
     ) -> tuple[list[int], list[float], list[int], list[tuple[int, Node]]]:
-        """The shifted-count rows of an event of items ``idx`` and the sign of each
-        row's log, the columns scored by Naive Bayes, and ``(item, family node)`` of the
-        features scored by family counts.
+        """The count rows (``slot · D + parent``) of an event of items ``idx`` and the sign
+        of each row's log, the columns scored by Naive Bayes, and ``(item, family node)``
+        of the features scored by family counts.
 
         A feature with parents takes the first parent present whose item
         ``qualifies`` (``N(x_p) ≥ min_parent_count``): two rows, ``+log(N(y, x_p,

@@ -1,15 +1,17 @@
-"""Scores of known events from the shifted counts: every SPODE as one product of ratios.
+"""Scores of known events from the dense block: every SPODE as one product of ratios.
 
 For an event of known items (see :mod:`~stream_nb.seminaive._known`) the dense
-block's shifted counts hold, for each parent item ``a`` and each of the event's
-slots, the numerator ``N(y, x_a, x_b) + α`` (item slots) or the denominator
-``N(y, x_a, j) + α S_j`` (column slots) of ``P̂(x_j | y, x_a)``. One gather of
-the event's ``2d × d`` cells (:meth:`DenseBlock.event` rows) and one division
-give every ratio; the parent's own cell becomes its joint prior
-``P̂(y, x_a) = (N(y, x_a) + α) / (N_i + α K S_i)`` by writing that denominator
-in place of its own column. The product over the ``d`` cells of a parent is
-``exp(SPODE_a(y))``, so AODE's ``Σ_a exp(SPODE_a(y))`` needs no logarithm at
-all, and SPODE's score is the log of one product.
+block holds, for each parent item ``a`` and each of the event's slots, the count
+``N(y, x_a, x_b)`` (item slots) or ``N(y, x_a, j)`` (column slots) of
+``P̂(x_j | y, x_a) = (N(y, x_a, x_b) + α) / (N(y, x_a, j) + α S_j)``. One gather
+of the event's ``2d × d`` cells (:meth:`DenseBlock.event` rows), the offsets
+``α`` and ``α S_j`` and one division give every ratio; the parent's own cell
+becomes its joint prior ``P̂(y, x_a) = (N(y, x_a) + α) / (N_i + α K S_i)`` by
+writing that denominator in place of its own column (:func:`ratios`). The
+product over the ``d`` cells of a parent is ``exp(SPODE_a(y))``, so AODE's
+``Σ_a exp(SPODE_a(y))`` needs no logarithm at all, and SPODE's score is the log
+of one product. (A complete block reads only the item slots: see
+:meth:`~stream_nb.seminaive._superparent._SuperParent._ratios`.)
 
 Every ratio is at most 1 and at least ``f = α / (N + α K S_max)`` (all counts of
 a cell are at most ``N``), so a product of ``L`` ratios stays at or above
@@ -20,9 +22,9 @@ AODE then mixes the SPODEs with a max-shifted log-sum-exp. With ``α = 1``, 10
 classes and binary features, one product holds for 24 features up to
 ``N ≈ 10^12`` and for 100 features up to ``N ≈ 700``.
 
-The same functions score one event (``predict_proba_one`` and friends) and a
+The same formulas score one event (``predict_proba_one`` and friends) and a
 batch (the batch kernel, :func:`predict_learn_products`): the batch gathers each
-event's cells as it comes, adds its weight to its class's shifted counts, and
+event's cells as it comes, adds its weight to the counts of its class, and
 scores all the gathered events at once.
 """
 
@@ -72,7 +74,7 @@ def safe_length(block: DenseBlock, alpha: float, total: float) -> int:
 def ratios(gathered: Floats, prior: Floats) -> Floats:
     """Every ratio of the SPODEs of gathered events, in place: shape ``(..., d, d, K)``.
 
-    ``gathered`` holds the shifted counts of events' cells, shape
+    ``gathered`` holds the counts plus offsets of events' cells, shape
     ``(..., 2d, d, K)`` (slots, then parents: :meth:`DenseBlock.event` rows);
     ``prior[..., p]`` is ``N_i + α K S_i`` of parent ``p``. Entry ``[..., j, p, k]``
     of the result is ``P̂(x_j | y_k, x_p)`` for ``j ≠ p`` and ``P̂(y_k, x_p)`` for ``j = p``.
@@ -127,9 +129,11 @@ def predict_learn_products(
     those of its class (the counts one event at a time would hold, in the same
     order); the offsets, ratios and products of a chunk of gathered events are
     then taken at once. The item and column weights and ``N(y, i)`` are added in
-    event order (``np.add.at``). The shifted counts, if any, are dropped.
+    event order (``np.add.at``).
     """
     b, d = items.shape
+    if d != len(block.feat):
+        block.complete = False
     n_classes = block.n_classes
     info = block.info[:, items]  # (5, B, d)
     k_of = np.array(ks, dtype=np.intp)
@@ -184,7 +188,6 @@ def predict_learn_products(
             np.divide(num, den, out=num)
             out[t0:t1] = log_spodes(num[:, :, None], length)[:, 0]
     _add_weights(block, info, learned, k_of[learned], w_of[learned])
-    block.shifted = None
     return out
 
 

@@ -49,7 +49,6 @@ from stream_nb.seminaive._products import (
     log_spodes,
     mix_logs,
     predict_learn_products,
-    ratios,
     safe_length,
 )
 from stream_nb.seminaive._store import OTHER, Item
@@ -257,11 +256,10 @@ class _SuperParent(_SemiNaive):
         rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
         return [f for f, _v in chosen], np.array(rows)
 
-    def _known_ready(self, shifted: bool = True) -> DenseBlock | None:
-        """The dense block when a known event may be scored from its shifted counts (a
-        dense block, something learned, no forgetting, ``α > 0``, unweighted, uniform
-        mixture), with the shifted counts built (``shifted=False``: only their offsets,
-        for the batch kernel); else ``None``."""
+    def _known_ready(self) -> DenseBlock | None:
+        """The dense block when a known event may be scored from it directly (a dense
+        block, something learned, no forgetting, ``α > 0``, unweighted, uniform mixture),
+        with its offsets for α (:meth:`DenseBlock.prepare`); else ``None``."""
         block = self._store.dense
         if block is None:
             return None
@@ -275,15 +273,12 @@ class _SuperParent(_SemiNaive):
             )
         if not ready or not self._store.class_weight:
             return None
-        if not shifted:
-            block.prepare(self.alpha)  # no forgetting: α in raw units is α
-        elif block.shifted is None or block.alpha != self.alpha:
-            block.build_shifted(self.alpha)
+        block.prepare(self.alpha)  # no forgetting: α in raw units is α
         return block
 
     def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], bool] | None:
         """The scores of a known event (see :mod:`~stream_nb.seminaive._known`) from the
-        shifted counts: ``(values, True)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
+        dense block: ``(values, True)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
         ``exp(SPODE_p(y))``) in class order, or ``(values, False)`` with their logs when
         a product could underflow (:func:`~stream_nb.seminaive._products.safe_length`);
         ``None`` for anything else (see :meth:`_known_ready`; an unknown value; no
@@ -308,7 +303,7 @@ class _SuperParent(_SemiNaive):
     ) -> tuple[list[float], bool] | None:
         """:meth:`_known_scores` of an event of items ``idx``; ``parent`` is
         :meth:`_super_parent` and, with one, ``at`` the event's item of that feature
-        (``None``: absent or missing). The shifted counts must be built."""
+        (``None``: absent or missing). The block must be prepared for α."""
         if parent is not None and at is None:
             return None
         _idx, ii, info, rows = block.event(idx)
@@ -319,7 +314,8 @@ class _SuperParent(_SemiNaive):
             position = idx.index(at)
             if block.vw[at] < threshold:
                 return None
-            cells = block.shifted_rows.take(rows[:, position], axis=0)  # (2d, K)
+            cells = block.counts_rows.take(rows[:, position], axis=0)  # (2d, K)
+            cells += block.offsets.take(info[2:4].ravel())[:, None]
             c = info[4, position]
             cells[d + position] = block.fw[c] + block.aks[c]
             num = cells[:d]
@@ -327,13 +323,7 @@ class _SuperParent(_SemiNaive):
             if d <= length:
                 return np.multiply.reduce(num, axis=0).tolist(), True
             return log_spodes(num[:, None], length)[0].tolist(), False
-        prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
-        ratio = block.shifted_rows.take(rows, axis=0)  # (2d, d, K)
-        own = block.vectors(d)[0]
-        den = ratio[d:]
-        den[own, own] = prior[:, None]
-        ratio = ratio[:d]
-        np.divide(ratio, den, out=ratio)  # (as ratios())
+        ratio, fix = self._ratios(block, info, rows, d)
         keep = None
         if block.least < threshold:
             qualifies = block.vw.take(ii) >= threshold
@@ -343,28 +333,66 @@ class _SuperParent(_SemiNaive):
                 keep = qualifies
         if d <= length:
             products = np.multiply.reduce(ratio, axis=0)
-            if keep is None:
-                return (block.vectors(d)[1] @ products).tolist(), True
-            return (keep.astype(np.float64) @ products).tolist(), True
+            if fix is not None:
+                products *= fix
+            if keep is not None:
+                products = products[keep]
+            return np.add.reduce(products, axis=0).tolist(), True
         spodes = log_spodes(ratio, length)
+        if fix is not None:
+            spodes += np.log(fix)
         if keep is not None:
             spodes = spodes[keep]
         return mix_logs(spodes).tolist(), False
 
+    def _ratios(
+        self, block: DenseBlock, info: Indices, rows: Indices, d: int
+    ) -> tuple[Floats, Floats | None]:
+        """Every ratio of the SPODEs of an event (:meth:`DenseBlock.event` ``info`` and
+        ``rows``), shape ``(d, d, K)`` (children, parents, classes), and the factor of each
+        parent's product (``None``: 1).
+
+        In general (:func:`~stream_nb.seminaive._products.ratios`) the ratios are
+        ``P̂(x_j | y, x_p)``, the parent's own one ``P̂(y, x_p)``. In a complete block
+        with one ``S`` for every column each denominator is ``N(y, x_p) + α S``, from
+        the diagonal: only the item slots are read, every ratio (the parent's own one
+        too) is divided by it, and the factor ``(N(y, x_p) + α S) / (N_i + α K S_i)``
+        turns the parent's own ratio into ``P̂(y, x_p)``.
+        """
+        prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
+        own = block.vectors(d)[0]
+        alpha = self.alpha
+        s = block.uniform_s
+        if block.complete and s is not None:
+            ratio = block.counts_rows.take(rows[:d], axis=0)  # N(y, x_p, x_j)
+            ratio += alpha
+            den = ratio[own, own]
+            den += alpha * (s - 1.0)  # N(y, x_p) + α S
+            ratio /= den
+            den /= prior[:, None]
+            return ratio, den
+        gathered = block.counts_rows.take(rows, axis=0)  # (2d, d, K)
+        num = gathered[:d]
+        num += alpha
+        den = gathered[d:]
+        den += block.offsets.take(info[3])[:, None, None]  # + α S_j of each child
+        den[own, own] = prior[:, None]
+        np.divide(num, den, out=num)  # (as ratios())
+        return num, None
+
     def _known_spodes(self, block: DenseBlock, idx: list[int]) -> tuple[Indices, Floats]:
-        """Every ``SPODE_p(y)`` of an event of known items ``idx`` from the shifted counts,
-        shape ``(d, K)``, with the items' indices."""
-        if block.shifted is None or block.alpha != self.alpha:
-            block.build_shifted(self.alpha)
+        """Every ``SPODE_p(y)`` of an event of known items ``idx``, shape ``(d, K)``, with
+        the items' indices."""
+        block.prepare(self.alpha)
         _idx, ii, info, rows = block.event(idx)
-        prior = block.weights.take(info[3])
-        prior += block.aks.take(info[4])
-        ratio = ratios(block.shifted_rows.take(rows, axis=0), prior)
-        length = safe_length(block, self.alpha, self._store.total_weight)
-        return ii, log_spodes(ratio, length)
+        ratio, fix = self._ratios(block, info, rows, len(idx))
+        spodes = log_spodes(ratio, safe_length(block, self.alpha, self._store.total_weight))
+        if fix is not None:
+            spodes += np.log(fix)
+        return ii, spodes
 
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_log_proba_one`; a known event straight from the shifted counts."""
+        """:meth:`Learner.predict_log_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
             found = self._known_scores(x)
             if found is not None:
@@ -377,7 +405,7 @@ class _SuperParent(_SemiNaive):
         return super().predict_log_proba_one(x)
 
     def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_proba_one`; a known event straight from the shifted counts."""
+        """:meth:`Learner.predict_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
             found = self._known_scores(x)
             if found is not None:
@@ -427,14 +455,14 @@ class _SuperParent(_SemiNaive):
         ``parent_items[i]`` its item of the super-parent feature (SPODE). A batch
         of events with as many items each, all qualifying as parents, goes through
         :func:`~stream_nb.seminaive._products.predict_learn_products`; any other is
-        scored one event at a time from the shifted counts (or the Naive Bayes
+        scored one event at a time from the dense block (or the Naive Bayes
         fallback) and learned with :meth:`PairStore.learn_known`. The scores are
         normalised at the end, all rows at once. ``None`` (nothing changed) unless
         the model has learned something and every label is ``None`` or a known
         class with a valid weight.
         """
         store = self._store
-        block = self._known_ready(shifted=False)
+        block = self._known_ready()
         classes = store.classes
         if block is None:
             return None
@@ -452,8 +480,6 @@ class _SuperParent(_SemiNaive):
         if jll_uniform is not None:
             log_proba, best = normalise(jll_uniform)
             return labels, log_proba, best
-        if block.shifted is None or block.alpha != self.alpha:
-            block.build_shifted(self.alpha)
         lists: list[list[int]] = rows.tolist() if isinstance(rows, np.ndarray) else rows
         known = self._known
         learn = store.learn_known

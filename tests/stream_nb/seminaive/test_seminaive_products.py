@@ -1,13 +1,15 @@
-"""The shifted counts and the known-event path of AODE and SPODE against sparse dictionaries.
+"""The known-event path of AODE and SPODE against sparse dictionaries.
 
 Events whose values are all known strings are scored from the dense block's
-shifted counts (every SPODE a product of ratios) and learned without encoding,
-their dictionary single counts deferred until read. A model forced to stay
-sparse is the reference: every prediction agrees to 1e-12, also when the
-products are taken in chunks (as for wide events), and the state (class order
-within every count included) is identical whether or not it was read in
-between. The shifted counts, kept up to date cell by cell or by the batch
-kernel, equal counts plus offsets rebuilt from scratch bit for bit.
+counts (every SPODE a product of ratios) and learned without encoding, their
+dictionary single counts deferred until read. A model forced to stay sparse is
+the reference: every prediction agrees to 1e-12, on streams with missing values
+and late features, on complete streams (every event has every feature: the
+denominators come from the block's diagonal) with one number of values per
+feature and with several, and with the products taken in chunks (as for wide
+events). The state (class order within every count included) is identical
+whether or not it was read in between. The block's completeness flag always
+equals a check of its counts.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import random
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import numpy as np
 import pytest
 
 from stream_nb import AODE, SPODE, Learner
@@ -79,24 +80,49 @@ def assert_close(a: dict[Hashable, float], b: dict[Hashable, float]) -> None:
         assert abs(a[c] - b[c]) <= TOLERANCE * max(1.0, abs(b[c])), (c, a, b)
 
 
+def complete_events(seed: int, n: int, values: tuple[int, ...]) -> list[Event]:
+    """Every event has every feature; feature ``i`` takes ``values[i]`` values, the
+    last ones only after a while (the block is complete, ``S`` uniform or not)."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for t in range(n):
+        y = rng.choice(["a", "b"] if t < n // 3 else ["a", "b", "c"])
+        k = "abc".index(y)
+        x = {
+            f"f{i}": f"v{(k + rng.randrange(2)) % m if t < n // 4 else rng.randrange(m)}"
+            for i, m in enumerate(values)
+        }
+        out.append((x, y, rng.choice([1.0, 1.0, 0.5, 2.5])))
+    return out
+
+
+STREAMS: dict[str, Callable[[int, int], list[Event]]] = {
+    "missing": string_events,
+    "complete": lambda seed, n: complete_events(seed, n, (3, 3, 3, 3)),
+    "complete-varied": lambda seed, n: complete_events(seed, n, (2, 3, 4, 3)),
+}
+
+
 @pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("stream", sorted(STREAMS))
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_known_path_equals_sparse_on_every_step(
-    name: str, chunked: bool, monkeypatch: pytest.MonkeyPatch
+    name: str, stream: str, chunked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if chunked:  # products of at most 2 or 3 ratios: the logs of chunks, added
         monkeypatch.setattr(_products, "_LOG_TINY", -15.0)
     model = FACTORIES[name]()
     ref = sparse(FACTORIES[name]())
     rng = random.Random(1)
-    for x, y, w in string_events(seed=2, n=300):
+    for x, y, w in STREAMS[stream](2, 300):
         probe = {**x, rng.choice(list(x)): "never-seen"} if x else x
         for event in (x, probe):
             assert_close(model.predict_log_proba_one(event), ref.predict_log_proba_one(event))
         model.learn_one(x, y, w)
         ref.learn_one(x, y, w)
     block = model._store.dense  # type: ignore[attr-defined]
-    assert block is not None and block.shifted is not None
+    assert block.complete == (stream != "missing") == block.check_complete()
+    assert (block.uniform_s is not None) == (stream == "complete")
     if chunked:
         assert _products.safe_length(block, 1.0, model._store.total_weight) < 4  # type: ignore[attr-defined]
     assert state_json(model) == state_json(ref)
@@ -158,57 +184,41 @@ def test_probabilities_of_known_events_agree_with_the_scores() -> None:
         assert abs(proba[c] - math.exp(v - top) / total) <= TOLERANCE
 
 
-def _assert_shifted_is_rebuilt(model: Learner) -> None:
-    """The shifted counts of every used cell equal counts plus offsets built from scratch."""
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_completeness_follows_the_counts(name: str) -> None:
+    """Complete while every event has every feature, the batch kernel and a state load
+    included; an event with a missing value or a feature met late ends it."""
+    model = FACTORIES[name]()
+    events = complete_events(11, 600, (3, 3, 3, 3))
+    for x, y, w in events[:260]:  # (every value and class)
+        model.learn_one(x, y, w)
     block = model._store.dense  # type: ignore[attr-defined]
-    kept = block.shifted.copy()
-    block.build_shifted(block.alpha)
-    n = len(block.index)
-    d = block.vw.shape[0]
-    used = [*range(n + 1), *range(d, d + len(block.feat))]  # slots of items and columns
-    np.testing.assert_array_equal(kept[used][:, : n + 1], block.shifted[used][:, : n + 1])
-
-
-@pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_shifted_counts_kept_cell_by_cell_equal_rebuilt_ones(name: str) -> None:
-    model = FACTORIES[name]()
-    for x, y, w in string_events(seed=5, n=250):
-        model.predict_log_proba_one(x)
-        model.learn_one(x, y, w)
-    _assert_shifted_is_rebuilt(model)
-
-
-@pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_the_batch_kernel_drops_the_shifted_counts(name: str) -> None:
-    model = FACTORIES[name]()
-    events = [(x, y, w) for x, y, w in string_events(seed=10, n=900) if None not in x.values()]
-    for x, y, w in events[:500]:  # (every value, feature and class seen)
-        model.learn_one(x, y, w)
-    taken = 0
-    for start in range(500, len(events), 90):
-        batch = events[start : start + 90]
-        names = ("f0", "f1", "f2", "f3", "late")
-        full = [e for e in batch if set(e[0]) == set(names)]
-        columns = [[x[f] for x, _y, _w in full] for f in names]
-        out = model.predict_learn_columns(
-            names, columns, [y for _x, y, _w in full], [w for _x, _y, w in full]
-        )
-        taken += out is not None
-        assert model._store.dense.shifted is None  # type: ignore[attr-defined]  # (dropped)
-        for x, y, w in batch[:5]:  # one event at a time: rebuilt, then kept cell by cell
-            model.predict_log_proba_one(x)
-            model.learn_one(x, y, w)
-        _assert_shifted_is_rebuilt(model)
-    assert taken >= 3
+    assert block.complete and block.check_complete()
+    names = tuple(events[0][0])
+    batch = events[260:400]
+    columns = [[x[f] for x, _y, _w in batch] for f in names]
+    out = model.predict_learn_columns(
+        names, columns, [y for _x, y, _w in batch], [w for _x, _y, w in batch]
+    )
+    assert out is not None  # (the kernel)
+    assert block.complete and block.check_complete()
+    copy = Learner.from_state(model.to_state())
+    assert copy._store.dense.complete  # type: ignore[attr-defined]
+    for change in ({"f1": None}, {"late": "x"}):
+        broken = Learner.from_state(model.to_state())
+        x, y, w = events[400]
+        broken.learn_one({**x, **change}, y, w)
+        dense = broken._store.dense  # type: ignore[attr-defined]
+        assert not dense.complete and not dense.check_complete()
+        assert not Learner.from_state(broken.to_state())._store.dense.complete  # type: ignore[attr-defined]
 
 
 def test_forgetting_keeps_the_general_path() -> None:
-    """With half_life the raw α changes every event: no shifted counts, same answers."""
+    """With half_life the raw α changes every event: the general path, same answers."""
     model = AODE(half_life=50.0)
     ref = sparse(AODE(half_life=50.0))
     for x, y, w in string_events(seed=6, n=200):
         assert_close(model.predict_log_proba_one(x), ref.predict_log_proba_one(x))
         model.learn_one(x, y, w)
         ref.learn_one(x, y, w)
-    assert model._store.dense.shifted is None  # type: ignore[attr-defined]
     assert state_json(model) == state_json(ref)
