@@ -77,6 +77,8 @@ class _SuperParent(_SemiNaive):
 
     # whether the options allow the known-event path (see _known_ready; set on first use)
     _known_options: bool | None = None
+    # (x, block, its items, its keys, its values) of the last known prediction
+    _last_event: tuple[Any, ...] | None = None
 
     def _super_parent(self) -> Hashable | None:
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
@@ -289,6 +291,8 @@ class _SuperParent(_SemiNaive):
         idx = known_items(block.codes, x)
         if not idx:
             return None
+        # (learn_one(x) right after takes the same items: see _items_of)
+        self._last_event = (x, block, idx, list(x), list(x.values()))
         at = None
         parent = self._super_parent()
         if parent is not None:
@@ -555,12 +559,29 @@ class _SuperParent(_SemiNaive):
             block = store.dense
             k = store.classes.get(y)
             if block is not None and k is not None:  # (a learned class: a valid label)
-                idx = known_items(block.codes, x)
+                idx = self._items_of(block, x)
                 if idx:
                     store.learn_known(idx, y, k, 1.0)
                     self.n_learned += 1
                     return
         super().learn_one(x, y, w)
+
+    def _items_of(self, block: DenseBlock, x: dict[str, Any]) -> list[int] | None:
+        """:func:`~stream_nb.seminaive._known.known_items` of ``x``: those the last known
+        prediction found when it was this very event, unchanged (same dict, keys and
+        values) and scored by this block (items keep their index while it lives)."""
+        last = self._last_event
+        self._last_event = None
+        if (
+            last is not None
+            and last[0] is x
+            and last[1] is block
+            and last[3] == list(x)
+            and last[4] == list(x.values())
+        ):
+            idx: list[int] = last[2]
+            return idx
+        return known_items(block.codes, x)
 
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         store = self._store

@@ -222,3 +222,26 @@ def test_forgetting_keeps_the_general_path() -> None:
         model.learn_one(x, y, w)
         ref.learn_one(x, y, w)
     assert state_json(model) == state_json(ref)
+
+
+@pytest.mark.parametrize("change", ["value", "removed", "added", "none"])
+def test_learning_a_predicted_event_changed_in_between(change: str) -> None:
+    """``learn_one`` reuses the items the prediction found only for the very same,
+    unchanged event: a dict changed after ``predict_proba_one`` is learned as it is."""
+    events = complete_events(12, 200, (3, 3, 3, 3))
+    model, ref = AODE(), AODE()
+    for x, y, w in events[:150]:
+        model.learn_one(x, y, w)
+        ref.learn_one(x, y, w)
+    for x, y, _w in events[150:]:
+        x = dict(x)
+        model.predict_proba_one(x)
+        if change == "value":
+            x["f2"] = "v0" if x["f2"] != "v0" else "v1"
+        elif change == "removed":
+            del x["f1"]
+        elif change == "added":
+            x["f9"] = "new"
+        model.learn_one(x, y)
+        ref.learn_one(x, y)
+    assert state_json(model) == state_json(ref)
