@@ -18,6 +18,7 @@ import pytest
 from _kernel_paths import assert_engine_paths_agree
 
 from stream_nb import AODE, SPODE, Learner
+from stream_nb.seminaive import _products
 
 TOLERANCE = 1e-12
 
@@ -60,9 +61,25 @@ def state(model: Learner) -> str:
     return json.dumps(model.to_state())
 
 
-@pytest.mark.parametrize(("none", "unlabelled"), [(0.0, 0.0), (0.3, 0.0), (0.1, 0.2)])
+@pytest.mark.parametrize(
+    ("none", "unlabelled", "variant"),
+    [
+        (0.0, 0.0, "plain"),
+        (0.3, 0.0, "plain"),
+        (0.1, 0.2, "plain"),
+        (0.0, 0.0, "chunked"),
+        (0.1, 0.2, "chunked"),
+        (0.1, 0.0, "one event per buffer"),
+    ],
+)
 @pytest.mark.parametrize("name", sorted(FACTORIES))
-def test_kernel_equals_one_event_at_a_time(name: str, none: float, unlabelled: float) -> None:
+def test_kernel_equals_one_event_at_a_time(
+    name: str, none: float, unlabelled: float, variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if variant == "chunked":  # products of 2 or 3 ratios, as for wide events: logs added
+        monkeypatch.setattr(_products, "_LOG_TINY", -15.0)
+    elif variant == "one event per buffer":
+        monkeypatch.setattr(_products, "BUFFER_BYTES", 1)
     stream = events(1, 1200, none=none, unlabelled=unlabelled)
     model, ref = FACTORIES[name](), FACTORIES[name]()
     taken = 0
