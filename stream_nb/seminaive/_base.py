@@ -51,6 +51,7 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb.base import Capabilities, Learner
+from stream_nb.limits import RENORMALISE_BELOW
 from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.seminaive._dense import Indices
 from stream_nb.seminaive._known import Rows, known_run, rows_from_columns
@@ -353,17 +354,72 @@ class _SemiNaive(Learner):
         """Learn events whose every item (``rows``, in the dense block) and class (indices
         ``ks``, labels ``ys``) are known, with weights ``ws``, as :meth:`learn_one` would one
         after another (a model-sync delta recording what a batch kernel learned, see
-        :mod:`~stream_nb.seminaive._record`)."""
+        :mod:`~stream_nb.seminaive._record`), forgetting included."""
         store = self._store
-        block = store.dense
-        assert block is not None
-        if isinstance(rows, np.ndarray):
-            learn_run(block, rows, ks, np.array(ws, dtype=np.float64))
-            store.learned_known(rows, ks, ys, ws)
-        else:
-            for idx, k, y, w in zip(rows, ks.tolist(), ys, ws, strict=True):
-                store.learn_known(idx, y, k, w)
-        self.n_learned += len(ys)
+        t, n = 0, len(ys)
+        while t < n:
+            _before, raws, stop, scale = self._decay_steps(ys[t:], ws[t:])
+            stop += t
+            if stop > t:
+                if isinstance(rows, np.ndarray):
+                    block = store.dense
+                    assert block is not None
+                    run, k_run = rows[t:stop], ks[t:stop]
+                    learn_run(block, run, k_run, np.array(raws, dtype=np.float64))
+                    store.learned_known(run, k_run, ys[t:stop], raws)
+                    self.n_learned += stop - t
+                else:
+                    for idx, k, y, w in zip(rows[t:stop], ks[t:stop].tolist(), ys[t:stop], raws,
+                                            strict=True):  # fmt: skip
+                        store.learn_known(idx, y, k, w)
+                    self.n_learned += stop - t
+                self._scale = scale
+            if stop < n:  # its learning renormalises first
+                self._learn_known_step(list(rows[stop]), ys[stop], int(ks[stop]), ws[stop])
+                stop += 1
+            t = stop
+
+    def _decay_steps(
+        self, ys: Sequence[Hashable | None], ws: Sequence[float]
+    ) -> tuple[list[float], list[float], int, float]:
+        """What :meth:`learn_one`'s forgetting does to the events of a batch, in turn, up to
+        the first labelled one whose learning renormalises (``stop``; ``len(ys)`` if none):
+        the scale before each event (the raw units of its prediction), its weight in raw
+        units (0: not learned) and the scale after them. The model is not changed."""
+        gamma = self._gamma
+        scale = self._scale
+        befores: list[float] = []
+        raws: list[float] = []
+        for i, (y, w) in enumerate(zip(ys, ws, strict=True)):
+            if y is None:
+                befores.append(scale)
+                raws.append(0.0)
+            elif gamma is None:
+                befores.append(scale)
+                raws.append(w)
+            else:
+                after = scale * (gamma if w == 1.0 else gamma**w)
+                if after < RENORMALISE_BELOW:
+                    return befores, raws, i, scale
+                befores.append(scale)
+                scale = after
+                raws.append(w / scale)
+        return befores, raws, len(ys), scale
+
+    def _learn_known_step(self, idx: list[int], y: Hashable, k: int, w: float) -> None:
+        """Learn one event of known items ``idx`` and class ``y`` (index ``k``) as
+        :meth:`learn_one` would: forgetting (a renormalisation included), the counts,
+        ``n_learned``; not the tracked delta (the caller records it)."""
+        gamma = self._gamma
+        if gamma is not None:
+            scale = self._scale * (gamma if w == 1.0 else gamma**w)
+            if scale < RENORMALISE_BELOW:
+                self._rescale(scale)
+                scale = 1.0
+            self._scale = scale
+            w = w / scale
+        self._store.learn_known(idx, y, k, w)
+        self.n_learned += 1
 
     def _kernel_parent(self) -> Hashable | None:
         """Hook: the super-parent feature whose item the kernel needs per event, if any."""

@@ -42,11 +42,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DENSE_MAX_BYTES", "DenseBlock", "Floats", "Indices"]
+__all__ = ["DENSE_MAX_BYTES", "Bools", "DenseBlock", "Floats", "Indices"]
 
-#: Count arrays, and item indices / columns into them.
+#: Count arrays, item indices / columns into them, and masks.
 Floats = npt.NDArray[np.float64]
 Indices = npt.NDArray[np.intp]
+Bools = npt.NDArray[np.bool_]
 
 #: Largest dense block (bytes of the count arrays at their allocated
 #: capacity). 32 MiB holds e.g. 10 classes × 640 items or 2 classes × 1,400

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._dense import Bools, DenseBlock, Floats, Indices
 
 __all__ = [
     "TINY",
@@ -110,20 +110,24 @@ def mix_logs(spodes: Floats) -> Floats:
 def predict_learn_products(
     block: DenseBlock,
     items: Indices,
-    ks: Sequence[int],
-    ws: Sequence[float],
+    ks: Sequence[int] | Indices,
+    ws: Sequence[float] | Floats,
     length: int,
     parent_at: Indices | None = None,
+    alphas: Floats | None = None,
+    qualifies: Bools | None = None,
 ) -> Floats:
     """Score then learn, in turn, ``B`` events of ``d`` known items each (the batch kernel).
 
-    ``items[t]`` are event ``t``'s items (each a parent that qualifies), ``ks[t]``
-    its class index (``-1``: predicted only) and ``ws[t]`` its weight;
-    ``length`` is :func:`safe_length` for the weight after the batch;
-    ``parent_at[t]`` (SPODE) the position of the super-parent in ``items[t]``.
-    Returns each event's joint log-likelihood, shape ``(B, K)``: AODE's
-    ``log Σ_p exp(SPODE_p(y))``, or SPODE's ``SPODE_p(y)``, from the counts of
-    the events before it. Needs ``offsets`` and ``aks`` (:meth:`DenseBlock.prepare`).
+    ``items[t]`` are event ``t``'s items, ``ks[t]`` its class index (``-1``:
+    predicted only) and ``ws[t]`` its weight in raw units; ``length`` is
+    :func:`safe_length` for the whole batch; ``parent_at[t]`` (SPODE) the position
+    of the super-parent in ``items[t]``; ``alphas[t]`` (forgetting) the α of event
+    ``t`` in raw units (``None``: the block's, :meth:`DenseBlock.prepare`);
+    ``qualifies[t, i]`` whether item ``i`` of event ``t`` is a parent (``None``:
+    all; every event needs one). Returns each event's joint log-likelihood, shape
+    ``(B, K)``: AODE's ``log Σ_p exp(SPODE_p(y))``, or SPODE's ``SPODE_p(y)``,
+    from the counts of the events before it.
 
     Each event's cells are gathered from the counts, then its weight is added to
     those of its class (the counts one event at a time would hold, in the same
@@ -139,7 +143,15 @@ def predict_learn_products(
     k_of = np.array(ks, dtype=np.intp)
     w_of = np.array(ws, dtype=np.float64)
     learned = np.flatnonzero(k_of >= 0)
-    prior = _prior_before(block, info[4], learned, w_of[learned])
+    columns = info[4]
+    prior = _weight_before(block, columns, learned, w_of[learned])
+    if alphas is None:
+        prior += block.aks[columns]  # N_i + α K S_i
+        units = None
+    else:
+        prior += (alphas * n_classes)[:, None] * block.s[columns]
+        units = np.ones(block.counts.shape[0])  # the offset of each slot for α = 1: 1 or S_j
+        units[block.vw.shape[0] :] = np.where(block.s > 0.0, block.s, 1.0)
     out = np.empty((b, n_classes))
     counts = block.counts_rows
     by_class = [counts[:, k] for k in range(n_classes)]
@@ -154,7 +166,11 @@ def predict_learn_products(
         slots = np.concatenate((info[0, t0:t1], info[1, t0:t1]), axis=1)  # (n, 2d)
         rows = slots[:, :, None] + items[t0:t1, None, :]  # (n, 2d, d)
         # the offset of each slot: α for items, α S_j for columns
-        shift = offsets.take(np.concatenate((info[2, t0:t1], info[3, t0:t1]), axis=1))
+        slot_of = np.concatenate((info[2, t0:t1], info[3, t0:t1]), axis=1)
+        if units is None:
+            shift = offsets.take(slot_of)
+        else:
+            shift = alphas[t0:t1, None] * units.take(slot_of)  # type: ignore[index]
         if parent_at is None:
             gathered = np.empty((n, 2 * d, d, n_classes))
             for cells, into, k, w in zip(
@@ -166,9 +182,15 @@ def predict_learn_products(
             gathered += shift[:, :, None, None]
             ratio = ratios(gathered, prior[t0:t1])
             if d <= length:
-                out[t0:t1] = np.log(np.multiply.reduce(ratio, axis=1).sum(axis=1))
+                products = np.multiply.reduce(ratio, axis=1)  # (n, parents, K)
+                if qualifies is not None:
+                    products *= qualifies[t0:t1, :, None]
+                out[t0:t1] = np.log(products.sum(axis=1))
             else:
-                out[t0:t1] = mix_logs(log_spodes(ratio, length))
+                spodes = log_spodes(ratio, length)
+                if qualifies is not None:
+                    spodes[~qualifies[t0:t1]] = -np.inf
+                out[t0:t1] = mix_logs(spodes)
         else:
             at = parent_at[t0:t1]
             own = np.arange(n)
@@ -191,18 +213,17 @@ def predict_learn_products(
     return out
 
 
-def _prior_before(block: DenseBlock, columns: Indices, learned: Indices, w_of: Floats) -> Floats:
-    """``N_i + α K S_i`` of every parent of every event before it, shape ``(B, d)``: ``N_i``
-    is the column weight before the batch plus the weights of the learned events before
-    each event, added in event order (a cumulative sum, as one event at a time)."""
+def _weight_before(block: DenseBlock, columns: Indices, learned: Indices, w_of: Floats) -> Floats:
+    """``N_i`` of every parent of every event before it, shape ``(B, d)``: the column weight
+    before the batch plus the weights of the learned events before each event, added in
+    event order (a cumulative sum, as one event at a time)."""
     b, d = columns.shape
     fw = np.zeros((b + 1, block.fw.shape[0]))
     fw[0] = block.fw
     fw[np.repeat(learned + 1, d), columns[learned].ravel()] = np.repeat(w_of, d)
     np.cumsum(fw, axis=0, out=fw)
-    prior: Floats = fw[np.arange(b)[:, None], columns]
-    prior += block.aks[columns]
-    return prior
+    before: Floats = fw[np.arange(b)[:, None], columns]
+    return before
 
 
 def _add_weights(

@@ -41,8 +41,8 @@ from stream_nb._softmax import log_softmax
 from stream_nb._state import LABEL_TYPES
 from stream_nb.base import Capabilities
 from stream_nb.limits import check_weight
-from stream_nb.seminaive._base import _SemiNaive
-from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._base import COUNT_TOLERANCE, _SemiNaive
+from stream_nb.seminaive._dense import Bools, DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import superparent_scores
 from stream_nb.seminaive._known import Rows, known_items, normalise
 from stream_nb.seminaive._products import (
@@ -260,22 +260,17 @@ class _SuperParent(_SemiNaive):
 
     def _known_ready(self) -> DenseBlock | None:
         """The dense block when a known event may be scored from it directly (a dense
-        block, something learned, no forgetting, ``α > 0``, unweighted, uniform mixture),
-        with its offsets for α (:meth:`DenseBlock.prepare`); else ``None``."""
+        block, something learned, ``α > 0``, unweighted, uniform mixture); else ``None``."""
         block = self._store.dense
         if block is None:
             return None
         ready = self._known_options
         if ready is None:  # (the options never change)
             ready = self._known_options = (
-                self._gamma is None
-                and self.alpha > 0.0
-                and self._score_weights is None
-                and not self._weighted()
+                self.alpha > 0.0 and self._score_weights is None and not self._weighted()
             )
         if not ready or not self._store.class_weight:
             return None
-        block.prepare(self.alpha)  # no forgetting: α in raw units is α
         return block
 
     def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], bool] | None:
@@ -307,13 +302,15 @@ class _SuperParent(_SemiNaive):
     ) -> tuple[list[float], bool] | None:
         """:meth:`_known_scores` of an event of items ``idx``; ``parent`` is
         :meth:`_super_parent` and, with one, ``at`` the event's item of that feature
-        (``None``: absent or missing). The block must be prepared for α."""
+        (``None``: absent or missing)."""
         if parent is not None and at is None:
             return None
+        a = self.alpha / self._scale  # (in raw units)
+        block.prepare(a)
         _idx, ii, info, rows = block.event(idx)
         d = len(idx)
         threshold = self._raw_threshold()
-        length = safe_length(block, self.alpha, self._store.total_weight)
+        length = safe_length(block, a, self._store.total_weight)
         if at is not None:
             position = idx.index(at)
             if block.vw[at] < threshold:
@@ -327,7 +324,7 @@ class _SuperParent(_SemiNaive):
             if d <= length:
                 return np.multiply.reduce(num, axis=0).tolist(), True
             return log_spodes(num[:, None], length)[0].tolist(), False
-        ratio, fix = self._ratios(block, info, rows, d)
+        ratio, fix = self._ratios(block, info, rows, d, a)
         keep = None
         if block.least < threshold:
             qualifies = block.vw.take(ii) >= threshold
@@ -350,7 +347,7 @@ class _SuperParent(_SemiNaive):
         return mix_logs(spodes).tolist(), False
 
     def _ratios(
-        self, block: DenseBlock, info: Indices, rows: Indices, d: int
+        self, block: DenseBlock, info: Indices, rows: Indices, d: int, alpha: float
     ) -> tuple[Floats, Floats | None]:
         """Every ratio of the SPODEs of an event (:meth:`DenseBlock.event` ``info`` and
         ``rows``), shape ``(d, d, K)`` (children, parents, classes), and the factor of each
@@ -361,11 +358,11 @@ class _SuperParent(_SemiNaive):
         with one ``S`` for every column each denominator is ``N(y, x_p) + α S``, from
         the diagonal: only the item slots are read, every ratio (the parent's own one
         too) is divided by it, and the factor ``(N(y, x_p) + α S) / (N_i + α K S_i)``
-        turns the parent's own ratio into ``P̂(y, x_p)``.
+        turns the parent's own ratio into ``P̂(y, x_p)``. ``alpha`` in raw units, the
+        block prepared for it.
         """
         prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
         own = block.vectors(d)[0]
-        alpha = self.alpha
         s = block.uniform_s
         if block.complete and s is not None:
             ratio = block.counts_rows.take(rows[:d], axis=0)  # N(y, x_p, x_j)
@@ -387,9 +384,9 @@ class _SuperParent(_SemiNaive):
     def _known_spodes(self, block: DenseBlock, idx: list[int]) -> tuple[Indices, Floats]:
         """Every ``SPODE_p(y)`` of an event of known items ``idx``, shape ``(d, K)``, with
         the items' indices."""
-        block.prepare(self.alpha)
+        block.prepare(self.alpha)  # (weighted AODE: no forgetting on this path)
         _idx, ii, info, rows = block.event(idx)
-        ratio, fix = self._ratios(block, info, rows, len(idx))
+        ratio, fix = self._ratios(block, info, rows, len(idx), self.alpha)
         spodes = log_spodes(ratio, safe_length(block, self.alpha, self._store.total_weight))
         if fix is not None:
             spodes += np.log(fix)
@@ -425,13 +422,11 @@ class _SuperParent(_SemiNaive):
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
-        (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units), :meth:`_parent_fixed`, not :meth:`_weighted`, ``α > 0`` and no
-        ``feature_weights``."""
+        (``capabilities.column_kernel``), there is a dense block, :meth:`_parent_fixed`,
+        not :meth:`_weighted`, ``α > 0`` and no ``feature_weights``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
-            and self._gamma is None
             and self._parent_fixed()
             and not self._weighted()
             and self.alpha > 0.0
@@ -486,9 +481,8 @@ class _SuperParent(_SemiNaive):
             return labels, log_proba, best
         lists: list[list[int]] = rows.tolist() if isinstance(rows, np.ndarray) else rows
         known = self._known
-        learn = store.learn_known
+        learn = self._learn_known_step
         jll = []
-        learned = 0
         for idx, at, y, w in zip(lists, parent_items, ys, ws, strict=True):
             found = known(block, idx, parent, at)
             if found is None:
@@ -501,8 +495,6 @@ class _SuperParent(_SemiNaive):
             jll.append(row)
             if y is not None:
                 learn(idx, y, classes[y], w)
-                learned += 1
-        self.n_learned += learned
         log_proba, best = normalise(np.array(jll))
         return labels, log_proba, best
 
@@ -516,8 +508,14 @@ class _SuperParent(_SemiNaive):
     ) -> Floats | None:
         """The batch's scores with every event's items in one array
         (:func:`~stream_nb.seminaive._products.predict_learn_products`), when every event
-        has as many items, every item qualifies as a parent already and (SPODE) every
-        event has the parent; ``None`` (nothing changed) otherwise."""
+        has as many items, none renormalises the model when learned (forgetting), every
+        event has a qualifying parent and (SPODE) the parent qualifies; ``None`` (nothing
+        changed) otherwise.
+
+        With forgetting each event is scored in the raw units of the scale before it
+        (α / scale) and learned with ``w / scale`` after its decay, as
+        :meth:`learn_one` (:meth:`_decay_steps`).
+        """
         if isinstance(rows, np.ndarray):
             items = rows
         else:
@@ -525,9 +523,9 @@ class _SuperParent(_SemiNaive):
             if any(len(idx) != d for idx in rows):
                 return None
             items = np.array(rows, dtype=np.intp)
-        threshold = self._raw_threshold()
-        if block.least < threshold and block.vw[items].min() < threshold:
-            return None  # (weights only grow in a batch)
+        befores, raws, stop, scale = self._decay_steps(ys, ws)
+        if stop < len(ys):
+            return None  # (a renormalisation: one event at a time)
         at = None
         if self._super_parent() is not None:
             if None in parent_items:
@@ -536,14 +534,53 @@ class _SuperParent(_SemiNaive):
         store = self._store
         classes = store.classes
         ks = [-1 if y is None else classes[y] for y in ys]
-        weight = store.total_weight + sum(w for y, w in zip(ys, ws, strict=True) if y is not None)
-        length = safe_length(block, self.alpha, weight)
-        jll = predict_learn_products(block, items, ks, ws, length, at)
         k_of = np.array(ks, dtype=np.intp)
+        raw_of = np.array(raws, dtype=np.float64)
+        alphas = None
+        if self._gamma is not None:
+            alphas = self.alpha / np.array(befores)
+        mask = self._qualifying(block, items, k_of, raw_of, befores)
+        if mask is not None:
+            if at is not None:
+                if not mask[np.arange(len(items)), at].all():
+                    return None
+                mask = None
+            elif not mask.any(axis=1).all():
+                return None  # (an event with no parent: Naive Bayes, one event at a time)
+        weight = store.total_weight + float(raw_of.sum())
+        length = safe_length(block, self.alpha / befores[0], weight)
+        block.prepare(self.alpha / befores[0])
+        jll = predict_learn_products(block, items, k_of, raw_of, length, at, alphas, mask)
         learned = k_of >= 0
-        store.learned_known(items[learned], k_of[learned], ys, ws)
+        store.learned_known(items[learned], k_of[learned], ys, raws)
         self.n_learned += int(learned.sum())
+        self._scale = scale
         return jll
+
+    def _qualifying(
+        self, block: DenseBlock, items: Indices, ks: Indices, raws: Floats, befores: list[float]
+    ) -> Bools | None:
+        """Whether each item of each event qualifies as a parent when the event is scored
+        (``N(x_i) ≥ min_parent_count`` in raw units, the weights of the batch's earlier
+        events included, summed in event order); ``None``: all of them."""
+        scale = min(befores)  # (the threshold is highest at the smallest scale)
+        threshold = self.min_parent_count * (1.0 - COUNT_TOLERANCE) / scale
+        if block.least >= threshold:
+            return None
+        used, at = np.unique(items, return_inverse=True)
+        at = at.reshape(items.shape)
+        weights = np.zeros((len(items) + 1, len(used)))
+        weights[0] = block.vw[used]
+        learned = np.flatnonzero(ks >= 0)
+        weights[np.repeat(learned + 1, items.shape[1]), at[learned].ravel()] = np.repeat(
+            raws[learned], items.shape[1]
+        )
+        np.cumsum(weights, axis=0, out=weights)
+        before = weights[np.arange(len(items))[:, None], at]  # N(x_i) before each event
+        mask: Bools = (
+            before >= (self.min_parent_count * (1.0 - COUNT_TOLERANCE) / np.array(befores))[:, None]
+        )
+        return None if mask.all() else mask
 
     def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
         """:meth:`Learner.learn_one`; a known event of a known class with weight 1, without

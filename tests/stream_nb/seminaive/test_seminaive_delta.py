@@ -34,6 +34,9 @@ FACTORIES: dict[str, Callable[[], Learner]] = {
     "AODE-min2": lambda: AODE(min_parent_count=2.0, bin_edges={"num": [0.5]}, warmup=60),
     "TAN": lambda: TAN(rebuild_every=45, bin_edges={"num": [-0.5, 0.5, 1.5]}, warmup=60),
     "KDB": lambda: KDB(k=2, rebuild_every=45, bin_edges={"num": [0.5]}, warmup=60),
+    # forgetting: the delta decays (and renormalises) on its own, as learn_one has it
+    "AODE-forget": lambda: AODE(half_life=0.8, bin_edges={"num": [0.5]}, warmup=60),
+    "SPODE-forget": lambda: SPODE("f0", half_life=30.0, bin_edges={"num": [0.5]}, warmup=60),
 }
 
 Event = tuple[dict[str, Any], Hashable | None, float]
@@ -135,7 +138,7 @@ def test_the_kernel_records_the_delta_learn_one_would(name: str, seed: int) -> N
     assert column_batches >= 2 and fast.runs >= 8  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("name", ["SPODE", "AODE"])
+@pytest.mark.parametrize("name", ["SPODE", "AODE", "SPODE-forget"])
 def test_applying_the_recorded_delta_rebuilds_the_model(name: str) -> None:
     """SPODE and AODE merges equal one pass over the union: a model as it was when
     tracking began, decayed and merged with the delta, is the model again."""
