@@ -20,11 +20,17 @@ is written too but never read).
 
 The block is *complete* while every event it learned held a value of every
 pair feature (:attr:`DenseBlock.complete`): then ``N(y, x_i, j) = N(y, x_i)`` for
-every item and column (the same weights, added in the same order), so a
-super-parent's denominators follow from its diagonal alone
+every item and column (the same weights, added in the same order, so bit for
+bit), and a super-parent's denominators follow from its diagonal alone
 (:mod:`stream_nb.seminaive._products`). An event without some pair feature, a
 feature first met after other events, or a value added to an event already
-learned (warm-up replay) ends it; a load checks the counts.
+learned (warm-up replay) ends it; a load checks the counts. A block with
+``lazy_columns`` (AODE and SPODE scoring known events) then learns only the item
+cells of each event and leaves its column cells *stale*: :meth:`DenseBlock.materialize`
+writes them from the diagonal (the very values) before anything reads them —
+the ``counts``, ``counts_rows``, ``counts_flat``, ``pair`` and ``ctx`` views do
+it, and so does the end of completeness; :attr:`DenseBlock.cells` reads without
+it (exact for item slots only).
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
 (capacities grow by doubling). A block whose
@@ -94,18 +100,20 @@ class DenseBlock:
     """
 
     __slots__ = (
+        "_counts",
+        "_ctx",
         "_event",
+        "_flat",
+        "_pair",
         "_prepared",
+        "_rows",
+        "_stale",
         "_vectors",
         "aks",
         "alpha",
         "codes",
         "col_of",
         "complete",
-        "counts",
-        "counts_flat",
-        "counts_rows",
-        "ctx",
         "feat",
         "fw",
         "fy",
@@ -113,10 +121,10 @@ class DenseBlock:
         "index",
         "info",
         "items",
+        "lazy_columns",
         "least",
         "n_classes",
         "offsets",
-        "pair",
         "s",
         "s_max",
         "slot_weights",
@@ -126,8 +134,10 @@ class DenseBlock:
         "weights",
     )
 
-    def __init__(self, n_classes: int) -> None:
+    def __init__(self, n_classes: int, lazy_columns: bool = False) -> None:
         self.n_classes = n_classes
+        self.lazy_columns = lazy_columns  # see the module docstring
+        self._stale = False  # the column cells wait for materialize()
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
         self.items: list[Item] = [("", "")]  # item by index (0: the placeholder)
@@ -145,12 +155,12 @@ class DenseBlock:
 
     def _alloc(self, d: int, f: int) -> None:
         k = self.n_classes
-        self.counts = np.zeros((d + f, d, k))
+        self._counts = np.zeros((d + f, d, k))
         # (parent, child) views: pair[a, b] = counts[b, a], ctx[a, c] = counts[d + c, a]
-        self.pair = self.counts[:d].transpose(1, 0, 2)
-        self.ctx = self.counts[d:].transpose(1, 0, 2)
-        self.counts_flat = self.counts.reshape(-1)
-        self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
+        self._pair = self._counts[:d].transpose(1, 0, 2)
+        self._ctx = self._counts[d:].transpose(1, 0, 2)
+        self._flat = self._counts.reshape(-1)
+        self._rows = self._counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
         # by slot: vw for items, fw for columns; then α K S_i of columns (see prepare)
         self.slot_weights = np.zeros((2, d + f))
         self.weights = self.slot_weights[0]
@@ -166,6 +176,64 @@ class DenseBlock:
         self._set_info()
         self._event: Event | None = None
         self._prepared = None
+
+    # ------------------------------------------------------------------ views
+    @property
+    def counts(self) -> Floats:
+        """The counts, ``(slots, parents, K)`` (see the module docstring)."""
+        self.materialize()
+        return self._counts
+
+    @property
+    def counts_rows(self) -> Floats:
+        """The counts as ``(slots × parents, K)`` rows: row ``b·D + a`` is slot ``b``,
+        parent ``a``."""
+        self.materialize()
+        return self._rows
+
+    @property
+    def counts_flat(self) -> Floats:
+        """The counts, flat."""
+        self.materialize()
+        return self._flat
+
+    @property
+    def pair(self) -> Floats:
+        """``pair[a, b, k] = N(y_k, x_i, x_j)`` (a view of the counts)."""
+        self.materialize()
+        return self._pair
+
+    @property
+    def ctx(self) -> Floats:
+        """``ctx[a, c, k] = N(y_k, x_i, j)`` (a view of the counts)."""
+        self.materialize()
+        return self._ctx
+
+    @property
+    def cells(self) -> Floats:
+        """:attr:`counts_rows` as they stand: exact in item slots, in column slots only
+        when not stale (a complete block's learned events may leave them to
+        :meth:`materialize`)."""
+        return self._rows
+
+    def diagonal(self, items: Indices) -> Floats:
+        """``N(y, x_i)`` of ``items`` by class, shape ``(len(items), K)`` (never stale)."""
+        out: Floats = self._counts[items, items]
+        return out
+
+    def materialize(self) -> None:
+        """Write the stale column cells of a complete block: ``N(y, x_i, j) = N(y, x_i)``."""
+        if self._stale:
+            self._stale = False
+            n, f = len(self.index), len(self.feat)
+            items = np.arange(1, n + 1)
+            self._ctx[1 : n + 1, :f] = self._counts[items, items][:, None, :]
+
+    def end_complete(self) -> None:
+        """The block learns an event without some pair feature (or the like): its column
+        cells are written and it is no longer complete."""
+        self.materialize()
+        self.complete = False
 
     def _set_info(self) -> None:
         """Fill :attr:`info` from :attr:`col_of`."""
@@ -196,11 +264,11 @@ class DenseBlock:
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.counts, self.vw, self.fw, self.s, self.col_of, self.fy)
+        old = (self._counts, self.vw, self.fw, self.s, self.col_of, self.fy)
         self.n_classes = n_classes
         self._alloc(d, f)
-        self.counts[:d0, :d0, :k0] = old[0][:d0]
-        self.counts[d : d + f0, :d0, :k0] = old[0][d0:]
+        self._counts[:d0, :d0, :k0] = old[0][:d0]
+        self._counts[d : d + f0, :d0, :k0] = old[0][d0:]
         self.vw[:d0] = old[1]
         self.fw[:f0] = old[2]
         self.s[:f0] = old[3]
@@ -244,8 +312,8 @@ class DenseBlock:
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
-            if new_f and index:  # the items learned so far never met these features
-                self.complete = False
+            if new_f and index and self.complete:  # the items so far never met these features
+                self.end_complete()
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
@@ -280,15 +348,15 @@ class DenseBlock:
             return True
         if fresh:
             self.least = min(self.least, w)
-        if len(idx) != len(self.feat):
-            self.complete = False
+        if len(idx) != len(self.feat) and self.complete:
+            self.end_complete()
         self._add(self.event(idx), k, w)
         return True
 
     def learn_known(self, idx: list[int], k: int, w: float) -> None:
         """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
-        if len(idx) != len(self.feat):
-            self.complete = False
+        if len(idx) != len(self.feat) and self.complete:
+            self.end_complete()
         self._add(self.event(idx), k, w)
 
     def event(self, idx: list[int]) -> Event:
@@ -311,8 +379,11 @@ class DenseBlock:
     def _add(self, event: Event, k: int, w: float) -> None:
         """Add weight ``w`` of class ``k`` to the event's cells, the weights of its slots
         and ``fy``."""
-        _idx, _ii, info, rows = event
-        by_class = self.counts_rows[:, k]
+        idx, _ii, info, rows = event
+        if self.complete and self.lazy_columns:  # the column cells equal the diagonal
+            rows = rows[: len(idx)]
+            self._stale = True
+        by_class = self._rows[:, k]
         cells = by_class[rows]
         cells += w
         by_class[rows] = cells
@@ -334,7 +405,7 @@ class DenseBlock:
         idx, fresh = found
         if fresh:
             self.least = min(self.least, w)
-        self.complete = False  # (the other events lack the item's feature)
+        self.end_complete()  # (the other events lack the item's feature)
         a = idx[0]
         c = int(self.col_of[a])
         self.pair[a, a, k] += w
@@ -351,8 +422,9 @@ class DenseBlock:
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor``."""
-        for arr in (self.counts, self.weights, self.fy):
+        """Multiply every count by ``factor`` (stale column cells are written from the
+        diagonal all the same)."""
+        for arr in (self._counts, self.weights, self.fy):
             arr *= factor
         self.least = 0.0  # (weights shrink: no bound)
 
@@ -365,7 +437,7 @@ class DenseBlock:
             return
         d = self.vw.shape[0]
         self.alpha = alpha
-        self.offsets = np.full(self.counts.shape[0], alpha)
+        self.offsets = np.full(self._counts.shape[0], alpha)
         self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
         np.multiply(alpha * self.n_classes, self.s, out=self.aks)
         self._prepared = alpha
@@ -459,24 +531,6 @@ class DenseBlock:
                     out[(i, vi)] = sub
         return out
 
-    def pair_terms(self, at: list[tuple[int, int, int, float]], a: float) -> Floats:
-        """``Σ log((N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j))`` by class, shape ``(K,)``.
-
-        ``at`` lists ``(parent item, child item, child column, α S_j)``; item
-        ``0`` (never learned) has zero counts.
-        """
-        arr = np.array(at)
-        pi = arr[:, 0].astype(np.intp)
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        num = rows.take(arr[:, 1].astype(np.intp) * d + pi, axis=0)
-        num += a
-        den = rows.take((arr[:, 2].astype(np.intp) + d) * d + pi, axis=0)
-        den += arr[:, 3:4]
-        num /= den
-        out: Floats = self.vectors(len(at))[1] @ np.log(num)
-        return out
-
     def size(self) -> int:
         """Numbers the sparse view would store: ``K (1 + values)`` per (item, feature) node.
 
@@ -520,80 +574,3 @@ class DenseBlock:
         while len(cache) <= n:
             cache.append((np.arange(len(cache)), np.ones(len(cache))))
         return cache[n]
-
-    def spode_scores(self, idx: Indices, cols: Indices, parents: Indices, a: float) -> Floats:
-        """``SPODE_i(y)`` for each parent position, shape ``(len(parents), K)``.
-
-        ``log P̂(y, x_i) + Σ_{j ≠ i} log P̂(x_j | y, x_i)`` with
-        ``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
-        ``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``;
-        ``idx``/``cols`` are the children, ``parents`` positions in them, ``α``
-        in raw units. The ratios form a ``(parents, children, K)`` array whose
-        parent-as-own-child cell holds ``P̂(y, x_i)`` instead, so one log and
-        one sum over children (a matrix product with ones) give every score.
-        """
-        s = self.s
-        if len(parents) == len(idx):  # every child is a parent (parents = arange)
-            pi, pc = idx, cols
-        else:
-            pi, pc = idx[parents], cols[parents]
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        ratio = rows.take(idx * d + pi[:, None], axis=0)
-        ratio += a
-        den = rows.take((cols + d) * d + pi[:, None], axis=0)
-        den += (a * s[cols])[:, None]
-        # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
-        den[self.vectors(len(pi))[0], parents] = (self.fw[pc] + (a * self.n_classes) * s[pc])[
-            :, None
-        ]
-        ratio /= den
-        ones = self.vectors(len(idx))[1]
-        out: Floats = ones @ np.log(ratio)
-        return out
-
-    def weighted_spode_scores(
-        self,
-        idx: Indices,
-        cols: Indices,
-        parents: Indices,
-        a: float,
-        weights: Floats,
-        with_parent: Floats,
-    ) -> Floats:
-        """:meth:`spode_scores` with ``feature_weights``, shape ``(len(parents), K)``:
-        ``log P̂_i(y) + Σ_j w_j log P̂(x_j | y, x_i)``, the parent's own cell holding
-        ``P̂(x_i | y) = (N(y, x_i) + α) / (N_i(y) + α S_i)`` and
-        ``P̂_i(y) = (N_i(y) + α S_i) / (N_i + α K S_i)``
-        (:mod:`stream_nb.seminaive._feature_weights`).
-
-        ``weights`` are the children's ``w_j`` (all positive: weight-0 features are
-        left out of ``idx``), ``with_parent[p]`` the ``N_i(y)`` of parent ``p``
-        by class; ``α > 0`` in raw units.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> b = DenseBlock(n_classes=2)
-        >>> for items, k in [([("a", "u"), ("b", "x")], 0), ([("a", "v"), ("b", "x")], 1)]:
-        ...     _ = b.learn(items, {"a": None, "b": None}, k, 1.0)
-        >>> idx, cols = b.children([("a", "u"), ("b", "x")])
-        >>> ones = b.weighted_spode_scores(idx, cols, np.array([0]), 1.0, np.ones(2),
-        ...                                np.array([[1.0, 1.0]]))
-        >>> bool(np.allclose(ones, b.spode_scores(idx, cols, np.array([0]), 1.0)))
-        True
-        """
-        s = self.s
-        pi, pc = idx[parents], cols[parents]
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        ratio = rows.take(idx * d + pi[:, None], axis=0)
-        ratio += a
-        den = rows.take((cols + d) * d + pi[:, None], axis=0)
-        den += (a * s[cols])[:, None]
-        own = with_parent + (a * s[pc])[:, None]  # N_i(y) + α S_i
-        den[self.vectors(len(pi))[0], parents] = own
-        ratio /= den
-        out: Floats = weights @ np.log(ratio)
-        out += np.log(own / (self.fw[pc] + (a * self.n_classes) * s[pc])[:, None])
-        return out

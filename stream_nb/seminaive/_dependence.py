@@ -36,6 +36,7 @@ from stream_nb.seminaive._base import (
 )
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import dependence_scores
+from stream_nb.seminaive._general import pair_terms
 from stream_nb.seminaive._known import Rows, normalise
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
@@ -291,7 +292,7 @@ class _Dependence(_SemiNaive):
                 s = [v + log((r + a) / (c + sa)) for v, r, c in zip(s, row, node[0], strict=True)]
         if terms_at:
             assert block is not None
-            s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
+            s = [v + t for v, t in zip(s, pair_terms(block, terms_at, a).tolist(), strict=True)]
         return self._with_warmup(dict(zip(classes, s, strict=True)), warming)
 
     def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:

@@ -136,8 +136,8 @@ def predict_learn_products(
     event order (``np.add.at``).
     """
     b, d = items.shape
-    if d != len(block.feat):
-        block.complete = False
+    if d != len(block.feat) and block.complete:
+        block.end_complete()
     n_classes = block.n_classes
     info = block.info[:, items]  # (5, B, d)
     k_of = np.array(ks, dtype=np.intp)
@@ -150,7 +150,7 @@ def predict_learn_products(
         units = None
     else:
         prior += (alphas * n_classes)[:, None] * block.s[columns]
-        units = np.ones(block.counts.shape[0])  # the offset of each slot for α = 1: 1 or S_j
+        units = np.ones(len(block.offsets))  # the offset of each slot for α = 1: 1 or S_j
         units[block.vw.shape[0] :] = np.where(block.s > 0.0, block.s, 1.0)
     out = np.empty((b, n_classes))
     counts = block.counts_rows

@@ -95,8 +95,8 @@ def learn_run(block: DenseBlock, items: Indices, ks: Indices, ws: Floats) -> Non
     if not len(items):
         return
     n, d = items.shape
-    if d != len(block.feat):
-        block.complete = False
+    if d != len(block.feat) and block.complete:
+        block.end_complete()
     n_items = block.vw.shape[0]
     n_classes = block.n_classes
     slots = block.slots[:, items].transpose(1, 0, 2).reshape(n, 2 * d)  # (n, 2d)

@@ -123,6 +123,7 @@ class PairStore:
         "_value_weight",
         "classes",
         "dense",
+        "lazy_columns",
         "max_pair_features",
         "pair_features",
         "want_dense",
@@ -143,6 +144,8 @@ class PairStore:
         self._n_deferred = 0
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
         self.want_dense = dense
+        # the blocks' lazy_columns (see _dense; set by a learner that scores from the block)
+        self.lazy_columns = False
         self.dense: DenseBlock | None = DenseBlock(0) if dense else None
         self.classes: dict[Hashable, int] = {}  # class -> index in every count vector
         # features with pair counts: the first ``max_pair_features`` learned (ordered set)
@@ -219,7 +222,7 @@ class PairStore:
         present, counts = categorical.present, categorical.counts
         n = len(block.index)
         items = np.arange(1, n + 1)
-        diagonal = block.counts[items, items]  # (n, K): N(y, x_i)
+        diagonal = block.diagonal(items)  # (n, K): N(y, x_i)
         aa, kk = np.nonzero(diagonal)
         for a, k, w in zip((aa + 1).tolist(), kk.tolist(), diagonal[aa, kk].tolist(), strict=True):
             f, v = named[a]
@@ -266,7 +269,7 @@ class PairStore:
         named = block.items
         categorical = self._categorical
         present, counts = categorical.present, categorical.counts
-        diagonal = block.counts[aa, aa, kk].tolist()
+        diagonal = block.diagonal(aa)[np.arange(len(aa)), kk].tolist()
         by_feature = block.fy[cc, kk].tolist()
         for a, k, n, n_f in zip(aa.tolist(), kk.tolist(), diagonal, by_feature, strict=True):
             f, v = named[a]
@@ -325,7 +328,7 @@ class PairStore:
         """Move the pair counts into a dense block if wanted and small enough."""
         if not self.want_dense:
             return
-        block = DenseBlock(len(self.classes))
+        block = DenseBlock(len(self.classes), self.lazy_columns)
         categorical = self.categorical
         if block.load(
             categorical.counts,

@@ -44,6 +44,7 @@ from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import COUNT_TOLERANCE, _SemiNaive
 from stream_nb.seminaive._dense import Bools, DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import superparent_scores
+from stream_nb.seminaive._general import spode_scores
 from stream_nb.seminaive._known import Rows, known_items, normalise
 from stream_nb.seminaive._products import (
     log_spodes,
@@ -249,7 +250,7 @@ class _SuperParent(_SemiNaive):
                 return None
             named = block.items
             features = [named[a_][0] for a_ in idx[parents].tolist()]
-            return features, block.spode_scores(idx, cols, parents, a)
+            return features, spode_scores(block, idx, cols, parents, a)
         chosen = self._parents(items, None)
         if not chosen:
             return None
@@ -271,6 +272,8 @@ class _SuperParent(_SemiNaive):
             )
         if not ready or not self._store.class_weight:
             return None
+        if not block.lazy_columns:  # (scored from the block: a complete one learns lazily)
+            block.lazy_columns = self._store.lazy_columns = True
         return block
 
     def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], bool] | None:
@@ -315,12 +318,18 @@ class _SuperParent(_SemiNaive):
             position = idx.index(at)
             if block.vw[at] < threshold:
                 return None
-            cells = block.counts_rows.take(rows[:, position], axis=0)  # (2d, K)
-            cells += block.offsets.take(info[2:4].ravel())[:, None]
             c = info[4, position]
-            cells[d + position] = block.fw[c] + block.aks[c]
-            num = cells[:d]
-            np.divide(num, cells[d:], out=num)
+            if block.complete:  # (denominators from the diagonal, see _ratios)
+                num = block.cells.take(rows[:d, position], axis=0)  # (d, K)
+                num += a
+                den = num[position] + (a * (block.s.take(info[4]) - 1.0))[:, None]
+                den[position] = block.fw[c] + block.aks[c]
+            else:
+                cells = block.counts_rows.take(rows[:, position], axis=0)  # (2d, K)
+                cells += block.offsets.take(info[2:4].ravel())[:, None]
+                cells[d + position] = block.fw[c] + block.aks[c]
+                num, den = cells[:d], cells[d:]
+            np.divide(num, den, out=num)
             if d <= length:
                 return np.multiply.reduce(num, axis=0).tolist(), True
             return log_spodes(num[:, None], length)[0].tolist(), False
@@ -355,23 +364,30 @@ class _SuperParent(_SemiNaive):
 
         In general (:func:`~stream_nb.seminaive._products.ratios`) the ratios are
         ``P̂(x_j | y, x_p)``, the parent's own one ``P̂(y, x_p)``. In a complete block
-        with one ``S`` for every column each denominator is ``N(y, x_p) + α S``, from
-        the diagonal: only the item slots are read, every ratio (the parent's own one
-        too) is divided by it, and the factor ``(N(y, x_p) + α S) / (N_i + α K S_i)``
-        turns the parent's own ratio into ``P̂(y, x_p)``. ``alpha`` in raw units, the
-        block prepared for it.
+        each denominator is ``N(y, x_p) + α S_j``, from the diagonal: only the item
+        slots are read (:attr:`DenseBlock.cells`), every ratio (the parent's own one
+        too) is divided by its denominator, and the factor
+        ``(N(y, x_p) + α S_p) / (N_i + α K S_i)`` turns the parent's own ratio into
+        ``P̂(y, x_p)`` (with one ``S`` for every column the denominator is one
+        ``(d, K)`` array). ``alpha`` in raw units, the block prepared for it.
         """
         prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
         own = block.vectors(d)[0]
-        s = block.uniform_s
-        if block.complete and s is not None:
-            ratio = block.counts_rows.take(rows[:d], axis=0)  # N(y, x_p, x_j)
+        if block.complete:
+            ratio = block.cells.take(rows[:d], axis=0)  # N(y, x_p, x_j)
             ratio += alpha
-            den = ratio[own, own]
-            den += alpha * (s - 1.0)  # N(y, x_p) + α S
-            ratio /= den
-            den /= prior[:, None]
-            return ratio, den
+            den = ratio[own, own]  # N(y, x_p) + α
+            s = block.uniform_s
+            if s is not None:
+                den += alpha * (s - 1.0)  # N(y, x_p) + α S
+                ratio /= den
+                den /= prior[:, None]
+                return ratio, den
+            dens = den[None, :, :] + (alpha * (block.s.take(info[4]) - 1.0))[:, None, None]
+            ratio /= dens  # (child j, parent p): N(y, x_p) + α S_j
+            fix = dens[own, own]
+            fix /= prior[:, None]
+            return ratio, fix
         gathered = block.counts_rows.take(rows, axis=0)  # (2d, d, K)
         num = gathered[:d]
         num += alpha
@@ -756,7 +772,7 @@ class _SuperParent(_SemiNaive):
                 return None
         if not len(parents):
             return None
-        return block.spode_scores(idx, cols, parents, a)
+        return spode_scores(block, idx, cols, parents, a)
 
     def _naive_terms(
         self, items: list[Item], classes: list[Hashable], a: float

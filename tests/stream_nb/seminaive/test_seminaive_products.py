@@ -213,6 +213,42 @@ def test_completeness_follows_the_counts(name: str) -> None:
         assert not Learner.from_state(broken.to_state())._store.dense.complete  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_a_complete_block_learns_its_column_cells_lazily(name: str) -> None:
+    """Scoring known events makes a complete block learn item cells only: its column cells
+    stay stale until read, and every reader (state, merge, the general path, the kernel,
+    a missing value) sees the counts of a block that learned them all, to the bit."""
+    events = complete_events(13, 500, (3, 3, 3, 3))
+    lazy, eager = FACTORIES[name](), FACTORIES[name]()
+    for x, y, w in events[:300]:
+        lazy.predict_proba_one(x)  # (the known path: lazy columns)
+        lazy.learn_one(x, y, w)
+        eager.learn_one(x, y, w)  # (never predicts: learns every cell)
+    block = lazy._store.dense  # type: ignore[attr-defined]
+    assert block.lazy_columns and block._stale and block.complete
+    assert not eager._store.dense.lazy_columns  # type: ignore[attr-defined]
+    assert state_json(lazy) == state_json(eager)  # (reading the state writes them)
+    assert not block._stale
+    for x, y, w in events[300:400]:
+        lazy.predict_proba_one(x)
+        lazy.learn_one(x, y, w)
+        eager.learn_one(x, y, w)
+    assert block._stale
+    merged = Learner.from_state(eager.to_state()).merge(lazy)  # (reading lazy writes them)
+    twice = Learner.from_state(eager.to_state()).merge(Learner.from_state(eager.to_state()))
+    assert state_json(merged) == state_json(twice)
+    assert not block._stale
+    x, y, w = events[400]
+    lazy.learn_one({**x, "f2": None}, y, w)  # a missing value ends completeness
+    eager.learn_one({**x, "f2": None}, y, w)
+    assert not block.complete and not block._stale
+    for x, y, w in events[401:]:
+        assert_close(lazy.predict_log_proba_one(x), eager.predict_log_proba_one(x))
+        lazy.learn_one(x, y, w)
+        eager.learn_one(x, y, w)
+    assert state_json(lazy) == state_json(eager)
+
+
 def test_forgetting_keeps_the_general_path() -> None:
     """With half_life the raw α changes every event: the general path, same answers."""
     model = AODE(half_life=50.0)
