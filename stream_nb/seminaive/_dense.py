@@ -20,8 +20,9 @@ is written too but never read).
 
 The block is *complete* while every event it learned held a value of every
 pair feature (:attr:`DenseBlock.complete`): then ``N(y, x_i, j) = N(y, x_i)`` for
-every item and column (the same weights, added in the same order, so bit for
-bit), and a super-parent's denominators follow from its diagonal alone
+every item and column, and every column has the same weight ``N_i`` (the same
+weights, added in the same order, so bit for bit), and a super-parent's
+denominators follow from its diagonal alone
 (:mod:`stream_nb.seminaive._products`). An event without some pair feature, a
 feature first met after other events, or a value added to an event already
 learned (warm-up replay) ends it; a load checks the counts. A block with
@@ -66,8 +67,9 @@ _MIN_FEATURES = 8
 Item = tuple[Hashable, Hashable]
 
 #: The arrays of one event's known items (see :meth:`DenseBlock.event`): the items (a
-#: list), their indices, the rows of ``INFO`` for them (``(5, d)``) and the cell rows.
-Event = tuple[list[int], Indices, Indices, Indices]
+#: list), their indices, the rows of ``INFO`` for them (``(5, d)``), the cell rows and
+#: whether those include the column slots.
+Event = tuple[list[int], Indices, Indices, Indices, bool]
 
 #: Rows of :attr:`DenseBlock.info`, one column per item ``a`` of column ``c``:
 #: ``a·D`` and ``(D + c)·D`` (the item's two slots as row offsets of the
@@ -127,6 +129,7 @@ class DenseBlock:
         "offsets",
         "s",
         "s_max",
+        "slot_aks",
         "slot_weights",
         "slots",
         "uniform_s",
@@ -164,6 +167,7 @@ class DenseBlock:
         # by slot: vw for items, fw for columns; then α K S_i of columns (see prepare)
         self.slot_weights = np.zeros((2, d + f))
         self.weights = self.slot_weights[0]
+        self.slot_aks = self.slot_weights[1]
         self.aks = self.slot_weights[1, d:]
         self.vw = self.weights[:d]
         self.fw = self.weights[d:]
@@ -360,26 +364,29 @@ class DenseBlock:
         self._add(self.event(idx), k, w)
 
     def event(self, idx: list[int]) -> Event:
-        """``(idx, items, info, rows)`` of an event of known items ``idx``.
+        """``(idx, items, info, rows, full)`` of an event of known items ``idx``.
 
         ``info`` are the columns of :attr:`info` of its items, shape ``(5, d)``;
         ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the ``(slots ×
-        parents, K)`` view (``slots``: the items, then their columns). The last
-        event's arrays are kept: a prediction then the learning of the same
-        event build them once.
+        parents, K)`` view (``slots``: the items, then their columns, ``full``; a
+        complete block with lazy columns reads and learns item slots only, and
+        gets those alone). The last event's arrays are kept: a prediction then the
+        learning of the same event build them once.
         """
+        full = not (self.complete and self.lazy_columns)
         cached = self._event
-        if cached is not None and cached[0] == idx:
+        if cached is not None and cached[0] == idx and (cached[4] or not full):
             return cached
         info = self.info.take(idx, axis=1)
         ii = info[2]
-        cached = self._event = (idx, ii, info, np.add.outer(info[:2].ravel(), ii))
+        bases = info[:2].ravel() if full else info[0]
+        cached = self._event = (idx, ii, info, np.add.outer(bases, ii), full)
         return cached
 
     def _add(self, event: Event, k: int, w: float) -> None:
         """Add weight ``w`` of class ``k`` to the event's cells, the weights of its slots
         and ``fy``."""
-        idx, _ii, info, rows = event
+        idx, _ii, info, rows, _full = event
         if self.complete and self.lazy_columns:  # the column cells equal the diagonal
             rows = rows[: len(idx)]
             self._stale = True
@@ -494,12 +501,14 @@ class DenseBlock:
         return True
 
     def check_complete(self) -> bool:
-        """Whether ``N(y, x_i, j) = N(y, x_i)`` for every item and every other column."""
+        """Whether ``N(y, x_i, j) = N(y, x_i)`` for every item and every other column, and
+        every column has the same weight ``N_i`` (as every event had every feature)."""
         n, f = len(self.index), len(self.feat)
         items = np.arange(1, n + 1)
         same = (self.ctx[1 : n + 1, :f] == self.counts[items, items][:, None, :]).all(axis=2)
         same[np.arange(n), self.col_of[1 : n + 1]] = True  # (a feature with itself)
-        return bool(same.all())
+        fw = self.fw[:f]
+        return bool(same.all()) and bool((fw == fw[0]).all())
 
     def to_sparse(self, counts: Mapping[Any, Any]) -> dict[Item, dict[Hashable, list[Any]]]:
         """The sparse ``pairs`` dictionary of ``PairStore`` (combinations with nonzero counts).

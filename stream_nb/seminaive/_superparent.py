@@ -107,9 +107,10 @@ class _SuperParent(_SemiNaive):
             return self._weighted_scores(x)
         found = self._known_scores(x)
         if found is not None:
-            values, linear = found
-            if linear:
-                values = [_log(v) for v in values]
+            values, divisor = found
+            if divisor is not None:
+                shift = _log(divisor)
+                values = [_log(v) - shift for v in values]
             return dict(zip(class_weight, values, strict=True))
         class_weight = store.categorical.class_weight
         warming: dict[Hashable, float] = {}
@@ -276,11 +277,12 @@ class _SuperParent(_SemiNaive):
             block.lazy_columns = self._store.lazy_columns = True
         return block
 
-    def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], bool] | None:
+    def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], float | None] | None:
         """The scores of a known event (see :mod:`~stream_nb.seminaive._known`) from the
-        dense block: ``(values, True)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
-        ``exp(SPODE_p(y))``) in class order, or ``(values, False)`` with their logs when
-        a product could underflow (:func:`~stream_nb.seminaive._products.safe_length`);
+        dense block: ``(values, divisor)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
+        ``exp(SPODE_p(y))``) in class order times ``divisor`` (the same for every class:
+        it cancels in the probabilities), or ``(values, None)`` with their logs when a
+        product could underflow (:func:`~stream_nb.seminaive._products.safe_length`);
         ``None`` for anything else (see :meth:`_known_ready`; an unknown value; no
         qualifying parent)."""
         block = self._known_ready()
@@ -302,7 +304,7 @@ class _SuperParent(_SemiNaive):
 
     def _known(
         self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
-    ) -> tuple[list[float], bool] | None:
+    ) -> tuple[list[float], float | None] | None:
         """:meth:`_known_scores` of an event of items ``idx``; ``parent`` is
         :meth:`_super_parent` and, with one, ``at`` the event's item of that feature
         (``None``: absent or missing)."""
@@ -310,7 +312,7 @@ class _SuperParent(_SemiNaive):
             return None
         a = self.alpha / self._scale  # (in raw units)
         block.prepare(a)
-        _idx, ii, info, rows = block.event(idx)
+        _idx, ii, info, rows, _full = block.event(idx)
         d = len(idx)
         threshold = self._raw_threshold()
         length = safe_length(block, a, self._store.total_weight)
@@ -331,9 +333,9 @@ class _SuperParent(_SemiNaive):
                 num, den = cells[:d], cells[d:]
             np.divide(num, den, out=num)
             if d <= length:
-                return np.multiply.reduce(num, axis=0).tolist(), True
-            return log_spodes(num[:, None], length)[0].tolist(), False
-        ratio, fix = self._ratios(block, info, rows, d, a)
+                return np.multiply.reduce(num, axis=0).tolist(), 1.0
+            return log_spodes(num[:, None], length)[0].tolist(), None
+        ratio, fix, prior = self._ratios(block, info, rows, d, a)
         keep = None
         if block.least < threshold:
             qualifies = block.vw.take(ii) >= threshold
@@ -347,20 +349,22 @@ class _SuperParent(_SemiNaive):
                 products *= fix
             if keep is not None:
                 products = products[keep]
-            return np.add.reduce(products, axis=0).tolist(), True
+            return np.add.reduce(products, axis=0).tolist(), prior
         spodes = log_spodes(ratio, length)
         if fix is not None:
             spodes += np.log(fix)
+        if prior != 1.0:
+            spodes -= _log(prior)
         if keep is not None:
             spodes = spodes[keep]
-        return mix_logs(spodes).tolist(), False
+        return mix_logs(spodes).tolist(), None
 
     def _ratios(
         self, block: DenseBlock, info: Indices, rows: Indices, d: int, alpha: float
-    ) -> tuple[Floats, Floats | None]:
+    ) -> tuple[Floats, Floats | None, float]:
         """Every ratio of the SPODEs of an event (:meth:`DenseBlock.event` ``info`` and
-        ``rows``), shape ``(d, d, K)`` (children, parents, classes), and the factor of each
-        parent's product (``None``: 1).
+        ``rows``), shape ``(d, d, K)`` (children, parents, classes), the factor of each
+        parent's product (``None``: 1) and a divisor of every product.
 
         In general (:func:`~stream_nb.seminaive._products.ratios`) the ratios are
         ``P̂(x_j | y, x_p)``, the parent's own one ``P̂(y, x_p)``. In a complete block
@@ -368,44 +372,53 @@ class _SuperParent(_SemiNaive):
         slots are read (:attr:`DenseBlock.cells`), every ratio (the parent's own one
         too) is divided by its denominator, and the factor
         ``(N(y, x_p) + α S_p) / (N_i + α K S_i)`` turns the parent's own ratio into
-        ``P̂(y, x_p)`` (with one ``S`` for every column the denominator is one
-        ``(d, K)`` array). ``alpha`` in raw units, the block prepared for it.
+        ``P̂(y, x_p)``. With one ``S`` for every column the denominator is one
+        ``(d, K)`` array, and ``N_i + α K S_i`` one number (every column has the same
+        weight in a complete block): the divisor. ``alpha`` in raw units, the block
+        prepared for it.
         """
-        prior = np.add(*block.slot_weights.take(info[3], axis=1))  # N_i + α K S_i
-        own = block.vectors(d)[0]
+        columns = info[3]
         if block.complete:
             ratio = block.cells.take(rows[:d], axis=0)  # N(y, x_p, x_j)
             ratio += alpha
-            den = ratio[own, own]  # N(y, x_p) + α
             s = block.uniform_s
             if s is not None:
-                den += alpha * (s - 1.0)  # N(y, x_p) + α S
+                den = ratio.diagonal().T + alpha * (s - 1.0)  # N(y, x_p) + α S
                 ratio /= den
-                den /= prior[:, None]
-                return ratio, den
-            dens = den[None, :, :] + (alpha * (block.s.take(info[4]) - 1.0))[:, None, None]
+                c = columns[0]
+                return ratio, den, float(block.weights[c] + block.slot_aks[c])
+            prior = block.weights.take(columns)  # N_i + α K S_i
+            prior += block.slot_aks.take(columns)
+            own = block.vectors(d)[0]
+            diagonal = ratio.diagonal().T  # N(y, x_p) + α
+            dens = diagonal[None, :, :] + (alpha * (block.s.take(info[4]) - 1.0))[:, None, None]
             ratio /= dens  # (child j, parent p): N(y, x_p) + α S_j
             fix = dens[own, own]
             fix /= prior[:, None]
-            return ratio, fix
+            return ratio, fix, 1.0
+        prior = block.weights.take(columns)  # N_i + α K S_i
+        prior += block.slot_aks.take(columns)
+        own = block.vectors(d)[0]
         gathered = block.counts_rows.take(rows, axis=0)  # (2d, d, K)
         num = gathered[:d]
         num += alpha
         den = gathered[d:]
-        den += block.offsets.take(info[3])[:, None, None]  # + α S_j of each child
+        den += block.offsets.take(columns)[:, None, None]  # + α S_j of each child
         den[own, own] = prior[:, None]
         np.divide(num, den, out=num)  # (as ratios())
-        return num, None
+        return num, None, 1.0
 
     def _known_spodes(self, block: DenseBlock, idx: list[int]) -> tuple[Indices, Floats]:
         """Every ``SPODE_p(y)`` of an event of known items ``idx``, shape ``(d, K)``, with
         the items' indices."""
         block.prepare(self.alpha)  # (weighted AODE: no forgetting on this path)
-        _idx, ii, info, rows = block.event(idx)
-        ratio, fix = self._ratios(block, info, rows, len(idx), self.alpha)
+        _idx, ii, info, rows, _full = block.event(idx)
+        ratio, fix, prior = self._ratios(block, info, rows, len(idx), self.alpha)
         spodes = log_spodes(ratio, safe_length(block, self.alpha, self._store.total_weight))
         if fix is not None:
             spodes += np.log(fix)
+        if prior != 1.0:
+            spodes -= _log(prior)
         return ii, spodes
 
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -413,9 +426,9 @@ class _SuperParent(_SemiNaive):
         if x.__class__ is dict:
             found = self._known_scores(x)
             if found is not None:
-                values, linear = found
+                values, divisor = found
                 labels = self._store.class_weight
-                if linear:
+                if divisor is not None:
                     log_total = _log(sum(values))
                     return dict(zip(labels, [_log(v) - log_total for v in values], strict=True))
                 return log_softmax(dict(zip(labels, values, strict=True)))
@@ -426,9 +439,9 @@ class _SuperParent(_SemiNaive):
         if x.__class__ is dict:
             found = self._known_scores(x)
             if found is not None:
-                values, linear = found
+                values, divisor = found
                 labels = self._store.class_weight
-                if linear:
+                if divisor is not None:
                     total = sum(values)
                     return dict(zip(labels, [v / total for v in values], strict=True))
                 log_proba = log_softmax(dict(zip(labels, values, strict=True)))
@@ -505,9 +518,10 @@ class _SuperParent(_SemiNaive):
                 fallback = self._fallback([block.items[a] for a in idx])
                 row = [fallback[c] for c in labels]
             else:
-                row, linear = found
-                if linear:
-                    row = [_log(v) for v in row]
+                row, divisor = found
+                if divisor is not None:
+                    shift = _log(divisor)
+                    row = [_log(v) - shift for v in row]
             jll.append(row)
             if y is not None:
                 learn(idx, y, classes[y], w)
