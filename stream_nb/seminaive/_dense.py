@@ -233,6 +233,11 @@ class DenseBlock:
             items = np.arange(1, n + 1)
             self._ctx[1 : n + 1, :f] = self._counts[items, items][:, None, :]
 
+    def leave_columns(self) -> None:
+        """A complete block learned events into its item cells alone (a batch kernel):
+        its column cells wait for :meth:`materialize`."""
+        self._stale = True
+
     def end_complete(self) -> None:
         """The block learns an event without some pair feature (or the like): its column
         cells are written and it is no longer complete."""

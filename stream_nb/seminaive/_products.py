@@ -153,10 +153,23 @@ def predict_learn_products(
         units = np.ones(len(block.offsets))  # the offset of each slot for α = 1: 1 or S_j
         units[block.vw.shape[0] :] = np.where(block.s > 0.0, block.s, 1.0)
     out = np.empty((b, n_classes))
-    counts = block.counts_rows
-    by_class = [counts[:, k] for k in range(n_classes)]
     ks_list = k_of.tolist()
     ws_list = w_of.tolist()
+    if parent_at is None and block.complete and block.lazy_columns:
+        alpha_of = np.full(b, block.alpha) if alphas is None else alphas
+        spodes = _complete_spodes(block, items, info, (ks_list, ws_list), (prior, alpha_of), length)
+        if d <= length:
+            if qualifies is not None:
+                spodes *= qualifies[:, :, None]
+            out[:] = np.log(spodes.sum(axis=1))
+        else:
+            if qualifies is not None:
+                spodes[~qualifies] = -np.inf
+            out[:] = mix_logs(spodes)
+        _add_weights(block, info, learned, k_of[learned], w_of[learned])
+        return out
+    counts = block.counts_rows
+    by_class = [counts[:, k] for k in range(n_classes)]
     take = counts.take
     offsets = block.offsets
     step = max(1, BUFFER_BYTES // (16 * d * d * n_classes))
@@ -211,6 +224,59 @@ def predict_learn_products(
             out[t0:t1] = log_spodes(num[:, :, None], length)[:, 0]
     _add_weights(block, info, learned, k_of[learned], w_of[learned])
     return out
+
+
+def _complete_spodes(
+    block: DenseBlock,
+    items: Indices,
+    info: Indices,
+    learning: tuple[list[int], list[float]],
+    smoothing: tuple[Floats, Floats],
+    length: int,
+) -> Floats:
+    """:func:`predict_learn_products` (AODE) in a complete block with lazy columns: each
+    event's item cells alone are gathered and learned (its column cells are left to
+    :meth:`DenseBlock.materialize`), and every denominator ``N(y, x_p) + α S_j``
+    comes from the diagonal (as
+    :meth:`~stream_nb.seminaive._superparent._SuperParent._ratios`). Returns every
+    ``SPODE_p(y)`` of every event, shape ``(B, d, K)``: the products themselves when
+    ``d ≤ length``, else their logs.
+
+    ``learning`` holds the class indices and raw weights, ``smoothing`` the
+    ``N_i + α K S_i`` of every parent of every event and each event's α.
+    """
+    b, d = items.shape
+    n_classes = block.n_classes
+    ks_list, ws_list = learning
+    prior, alpha_of = smoothing
+    cells = block.cells
+    by_class = [cells[:, k] for k in range(n_classes)]
+    take = cells.take
+    s_of = block.s[info[4]]  # (B, d): S_j of each item's feature
+    step = max(1, BUFFER_BYTES // (8 * d * d * n_classes))
+    spodes = np.empty((b, d, n_classes))
+    for t0 in range(0, b, step):
+        t1 = min(b, t0 + step)
+        rows = info[0, t0:t1, :, None] + items[t0:t1, None, :]  # (n, child, parent)
+        gathered = np.empty((t1 - t0, d, d, n_classes))
+        for cells_t, into, k, w in zip(rows, gathered, ks_list[t0:t1], ws_list[t0:t1], strict=True):
+            take(cells_t, axis=0, out=into, mode="clip")
+            if k >= 0:
+                by_class[k][cells_t] = into[:, :, k] + w
+        alpha = alpha_of[t0:t1, None, None]
+        gathered += alpha[:, :, :, None]
+        diagonal = np.moveaxis(gathered.diagonal(axis1=1, axis2=2), 1, 2)  # N(y, x_p) + α
+        extra = alpha * (s_of[t0:t1, :, None] - 1.0)  # α (S_j − 1), (n, d, 1)
+        dens = diagonal[:, None, :, :] + extra[:, :, :, None]  # (n, child j, parent p, K)
+        fix = diagonal + extra  # N(y, x_p) + α S_p: the parent's own child's denominator
+        fix /= prior[t0:t1, :, None]
+        np.divide(gathered, dens, out=gathered)
+        if d <= length:
+            spodes[t0:t1] = np.multiply.reduce(gathered, axis=1) * fix
+        else:
+            spodes[t0:t1] = log_spodes(gathered, length) + np.log(fix)
+    block.leave_columns()
+    return spodes
 
 
 def _weight_before(block: DenseBlock, columns: Indices, learned: Indices, w_of: Floats) -> Floats:
