@@ -83,7 +83,7 @@ class _Dependence(_SemiNaive):
     Batches of known events (every value ``None`` or a string the dense block
     holds, no forgetting) go through the batch kernel
     (:meth:`predict_learn_columns`, :meth:`predict_learn_many`): each event is
-    scored from the block's log table and learned in turn, and a rebuild that
+    scored from the block's counts and learned in turn, and a rebuild that
     falls inside the batch happens after the event that triggers it, exactly
     as one event at a time.
 
@@ -381,7 +381,7 @@ class _Dependence(_SemiNaive):
         ``rows[i]`` are event ``i``'s items in the dense block (``parent_items``:
         unused, no super-parent here). Each event's
         terms (:class:`~stream_nb.seminaive._plan.Plan`) are one gather and sum
-        of the log table, plus its family terms; the class prior and the Naive
+        of the block's counts, plus its family terms; the class prior and the Naive
         Bayes denominators ``N(y, j) + α S_j`` come from prefix sums over the
         batch in event order (the same sums as one event at a time). A rebuild
         due after an event happens there and the rest of the batch uses the
@@ -450,7 +450,7 @@ class _Dependence(_SemiNaive):
         A run of ``uniform`` events (same columns, no family counts, every parent
         item qualifying already: weights only grow) goes through
         :func:`~stream_nb.seminaive._segment.run_scores` at once, anything else
-        one event at a time from the log table.
+        one event at a time from the block's counts.
         """
         block = self._store.dense
         assert block is not None

@@ -23,7 +23,7 @@ holding it is not used). Predictions then do not depend on the feature at all,
 while its counts are still learned; SPODE and AODE predict exactly as a model
 that never saw it (TAN and KDB still choose their structure with it).
 
-These scores are computed one event at a time (no log table and no batch
+These scores are computed one event at a time (no known-event path and no batch
 kernel): for SPODE and AODE with ``α > 0`` and a dense block, every SPODE at
 once from the block (:func:`~stream_nb.seminaive._general.weighted_spode_scores`),
 otherwise from the counts with :class:`~stream_nb.seminaive._zero.ZeroScore`.

@@ -11,7 +11,7 @@ writing that denominator in place of its own column (:func:`ratios`). The
 product over the ``d`` cells of a parent is ``exp(SPODE_a(y))``, so AODE's
 ``Σ_a exp(SPODE_a(y))`` needs no logarithm at all, and SPODE's score is the log
 of one product. (A complete block reads only the item slots: see
-:meth:`~stream_nb.seminaive._superparent._SuperParent._ratios`.)
+:func:`~stream_nb.seminaive._fast.spode_ratios`.)
 
 Every ratio is at most 1 and at least ``f = α / (N + α K S_max)`` (all counts of
 a cell are at most ``N``), so a product of ``L`` ratios stays at or above
@@ -238,7 +238,7 @@ def _complete_spodes(
     event's item cells alone are gathered and learned (its column cells are left to
     :meth:`DenseBlock.materialize`), and every denominator ``N(y, x_p) + α S_j``
     comes from the diagonal (as
-    :meth:`~stream_nb.seminaive._superparent._SuperParent._ratios`). Returns every
+    :func:`~stream_nb.seminaive._fast.spode_ratios`). Returns every
     ``SPODE_p(y)`` of every event, shape ``(B, d, K)``: the products themselves when
     ``d ≤ length``, else their logs.
 

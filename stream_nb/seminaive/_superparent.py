@@ -14,44 +14,41 @@ add their Naive Bayes term to every SPODE.
 Weighted AODE mixes the SPODEs with the weights of
 :meth:`_SuperParent._parent_weights` (:mod:`stream_nb.seminaive._weights`); with
 ``alpha = 0`` the scores are :mod:`stream_nb.seminaive._zero`'s (one event at
-a time, no log table or batch kernel).
+a time, no known-event path or batch kernel).
 
 Three paths compute these same formulas:
 
-* **known events** (every value ``None`` or a string the dense block holds,
-  no forgetting): scored from the block's log table and learned with
-  :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
+* **known events** (every value ``None`` or a string the dense block holds):
+  every SPODE one product of ratios of the block's counts
+  (:mod:`stream_nb.seminaive._fast`, :mod:`stream_nb.seminaive._products`), learned
+  with :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
 * **batches of known events**: the batch kernel
   (:meth:`_SuperParent.predict_learn_columns`, :meth:`_SuperParent.predict_learn_many`),
   prequential like one event at a time;
-* **everything else** (new values, numbers to discretise, forgetting, sparse
-  counts): encoding, then the dense or sparse scores below.
+* **everything else** (new values, numbers to discretise one event at a time,
+  sparse counts): encoding, then the dense (:mod:`stream_nb.seminaive._general`)
+  or sparse scores below.
+
+With forgetting the first two score in raw units (α / scale), as the third.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb._softmax import log_softmax
 from stream_nb._state import LABEL_TYPES
 from stream_nb.base import Capabilities
-from stream_nb.limits import check_weight
-from stream_nb.seminaive._base import COUNT_TOLERANCE, _SemiNaive
-from stream_nb.seminaive._dense import Bools, DenseBlock, Floats, Indices
+from stream_nb.seminaive._base import _SemiNaive
+from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._fast import items_of, known_scores, known_spodes, predict_learn_known
 from stream_nb.seminaive._feature_weights import superparent_scores
 from stream_nb.seminaive._general import spode_scores
-from stream_nb.seminaive._known import Rows, known_items, normalise
-from stream_nb.seminaive._products import (
-    log_spodes,
-    mix_logs,
-    predict_learn_products,
-    safe_length,
-)
+from stream_nb.seminaive._known import Rows, known_items
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
 
@@ -76,7 +73,7 @@ class _SuperParent(_SemiNaive):
         informative_features=True, column_kernel=True, kernel_records_delta=True
     )
 
-    # whether the options allow the known-event path (see _known_ready; set on first use)
+    # whether the options allow the known-event path (see _fast.known_ready; set on first use)
     _known_options: bool | None = None
     # (x, block, its items, its keys, its values) of the last known prediction
     _last_event: tuple[Any, ...] | None = None
@@ -87,7 +84,7 @@ class _SuperParent(_SemiNaive):
 
     def _weighted(self) -> bool:
         """Hook: whether the SPODEs are mixed with :meth:`_parent_weights` (weighted AODE)
-        rather than uniformly; the log table and the batch kernel are then not used."""
+        rather than uniformly; the batch kernel is then not used."""
         return False
 
     def _parent_weights(self, features: list[Hashable]) -> list[float]:
@@ -105,7 +102,7 @@ class _SuperParent(_SemiNaive):
             return self._zero_alpha_scores(x)
         if self._weighted():
             return self._weighted_scores(x)
-        found = self._known_scores(x)
+        found = known_scores(self, x)
         if found is not None:
             values, divisor = found
             if divisor is not None:
@@ -137,13 +134,14 @@ class _SuperParent(_SemiNaive):
         the weights of :meth:`_parent_weights` (all 0: uniform weights instead).
 
         A known event (see :mod:`~stream_nb.seminaive._known`, no forgetting) takes
-        its SPODEs from the log table, anything else from the counts."""
+        its SPODEs from the dense block (:func:`~stream_nb.seminaive._fast.known_spodes`), anything
+        else from the counts."""
         store = self._store
         block = store.dense
         if block is not None and self._gamma is None:
             idx = known_items(block.codes, x)
             if idx:
-                ii, spodes = self._known_spodes(block, idx)
+                ii, spodes = known_spodes(self, block, idx)
                 keep = block.vw.take(ii) >= self._raw_threshold()
                 if keep.any():  # else no parent: the general path falls back
                     named = block.items
@@ -260,171 +258,10 @@ class _SuperParent(_SemiNaive):
         rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
         return [f for f, _v in chosen], np.array(rows)
 
-    def _known_ready(self) -> DenseBlock | None:
-        """The dense block when a known event may be scored from it directly (a dense
-        block, something learned, ``α > 0``, unweighted, uniform mixture); else ``None``."""
-        block = self._store.dense
-        if block is None:
-            return None
-        ready = self._known_options
-        if ready is None:  # (the options never change)
-            ready = self._known_options = (
-                self.alpha > 0.0 and self._score_weights is None and not self._weighted()
-            )
-        if not ready or not self._store.class_weight:
-            return None
-        if not block.lazy_columns:  # (scored from the block: a complete one learns lazily)
-            block.lazy_columns = self._store.lazy_columns = True
-        return block
-
-    def _known_scores(self, x: Mapping[str, Any]) -> tuple[list[float], float | None] | None:
-        """The scores of a known event (see :mod:`~stream_nb.seminaive._known`) from the
-        dense block: ``(values, divisor)`` with AODE's ``Σ_p exp(SPODE_p(y))`` (SPODE's
-        ``exp(SPODE_p(y))``) in class order times ``divisor`` (the same for every class:
-        it cancels in the probabilities), or ``(values, None)`` with their logs when a
-        product could underflow (:func:`~stream_nb.seminaive._products.safe_length`);
-        ``None`` for anything else (see :meth:`_known_ready`; an unknown value; no
-        qualifying parent)."""
-        block = self._known_ready()
-        if block is None:
-            return None
-        idx = known_items(block.codes, x)
-        if not idx:
-            return None
-        # (learn_one(x) right after takes the same items: see _items_of)
-        self._last_event = (x, block, idx, list(x), list(x.values()))
-        at = None
-        parent = self._super_parent()
-        if parent is not None:
-            value = cast(Mapping[Any, Any], x).get(parent)
-            if value is None:
-                return None
-            at = block.codes[parent].get(value)
-        return self._known(block, idx, parent, at)
-
-    def _known(
-        self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
-    ) -> tuple[list[float], float | None] | None:
-        """:meth:`_known_scores` of an event of items ``idx``; ``parent`` is
-        :meth:`_super_parent` and, with one, ``at`` the event's item of that feature
-        (``None``: absent or missing)."""
-        if parent is not None and at is None:
-            return None
-        a = self.alpha / self._scale  # (in raw units)
-        block.prepare(a)
-        _idx, ii, info, rows, _full = block.event(idx)
-        d = len(idx)
-        threshold = self._raw_threshold()
-        length = safe_length(block, a, self._store.total_weight)
-        if at is not None:
-            position = idx.index(at)
-            if block.vw[at] < threshold:
-                return None
-            c = info[4, position]
-            if block.complete:  # (denominators from the diagonal, see _ratios)
-                num = block.cells.take(rows[:d, position], axis=0)  # (d, K)
-                num += a
-                den = num[position] + (a * (block.s.take(info[4]) - 1.0))[:, None]
-                den[position] = block.fw[c] + block.aks[c]
-            else:
-                cells = block.counts_rows.take(rows[:, position], axis=0)  # (2d, K)
-                cells += block.offsets.take(info[2:4].ravel())[:, None]
-                cells[d + position] = block.fw[c] + block.aks[c]
-                num, den = cells[:d], cells[d:]
-            np.divide(num, den, out=num)
-            if d <= length:
-                return np.multiply.reduce(num, axis=0).tolist(), 1.0
-            return log_spodes(num[:, None], length)[0].tolist(), None
-        ratio, fix, prior = self._ratios(block, info, rows, d, a)
-        keep = None
-        if block.least < threshold:
-            qualifies = block.vw.take(ii) >= threshold
-            if not qualifies.all():
-                if not qualifies.any():
-                    return None
-                keep = qualifies
-        if d <= length:
-            products = np.multiply.reduce(ratio, axis=0)
-            if fix is not None:
-                products *= fix
-            if keep is not None:
-                products = products[keep]
-            return np.add.reduce(products, axis=0).tolist(), prior
-        spodes = log_spodes(ratio, length)
-        if fix is not None:
-            spodes += np.log(fix)
-        if prior != 1.0:
-            spodes -= _log(prior)
-        if keep is not None:
-            spodes = spodes[keep]
-        return mix_logs(spodes).tolist(), None
-
-    def _ratios(
-        self, block: DenseBlock, info: Indices, rows: Indices, d: int, alpha: float
-    ) -> tuple[Floats, Floats | None, float]:
-        """Every ratio of the SPODEs of an event (:meth:`DenseBlock.event` ``info`` and
-        ``rows``), shape ``(d, d, K)`` (children, parents, classes), the factor of each
-        parent's product (``None``: 1) and a divisor of every product.
-
-        In general (:func:`~stream_nb.seminaive._products.ratios`) the ratios are
-        ``P̂(x_j | y, x_p)``, the parent's own one ``P̂(y, x_p)``. In a complete block
-        each denominator is ``N(y, x_p) + α S_j``, from the diagonal: only the item
-        slots are read (:attr:`DenseBlock.cells`), every ratio (the parent's own one
-        too) is divided by its denominator, and the factor
-        ``(N(y, x_p) + α S_p) / (N_i + α K S_i)`` turns the parent's own ratio into
-        ``P̂(y, x_p)``. With one ``S`` for every column the denominator is one
-        ``(d, K)`` array, and ``N_i + α K S_i`` one number (every column has the same
-        weight in a complete block): the divisor. ``alpha`` in raw units, the block
-        prepared for it.
-        """
-        columns = info[3]
-        if block.complete:
-            ratio = block.cells.take(rows[:d], axis=0)  # N(y, x_p, x_j)
-            ratio += alpha
-            s = block.uniform_s
-            if s is not None:
-                den = ratio.diagonal().T + alpha * (s - 1.0)  # N(y, x_p) + α S
-                ratio /= den
-                c = columns[0]
-                return ratio, den, float(block.weights[c] + block.slot_aks[c])
-            prior = block.weights.take(columns)  # N_i + α K S_i
-            prior += block.slot_aks.take(columns)
-            own = block.vectors(d)[0]
-            diagonal = ratio.diagonal().T  # N(y, x_p) + α
-            dens = diagonal[None, :, :] + (alpha * (block.s.take(info[4]) - 1.0))[:, None, None]
-            ratio /= dens  # (child j, parent p): N(y, x_p) + α S_j
-            fix = dens[own, own]
-            fix /= prior[:, None]
-            return ratio, fix, 1.0
-        prior = block.weights.take(columns)  # N_i + α K S_i
-        prior += block.slot_aks.take(columns)
-        own = block.vectors(d)[0]
-        gathered = block.counts_rows.take(rows, axis=0)  # (2d, d, K)
-        num = gathered[:d]
-        num += alpha
-        den = gathered[d:]
-        den += block.offsets.take(columns)[:, None, None]  # + α S_j of each child
-        den[own, own] = prior[:, None]
-        np.divide(num, den, out=num)  # (as ratios())
-        return num, None, 1.0
-
-    def _known_spodes(self, block: DenseBlock, idx: list[int]) -> tuple[Indices, Floats]:
-        """Every ``SPODE_p(y)`` of an event of known items ``idx``, shape ``(d, K)``, with
-        the items' indices."""
-        block.prepare(self.alpha)  # (weighted AODE: no forgetting on this path)
-        _idx, ii, info, rows, _full = block.event(idx)
-        ratio, fix, prior = self._ratios(block, info, rows, len(idx), self.alpha)
-        spodes = log_spodes(ratio, safe_length(block, self.alpha, self._store.total_weight))
-        if fix is not None:
-            spodes += np.log(fix)
-        if prior != 1.0:
-            spodes -= _log(prior)
-        return ii, spodes
-
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """:meth:`Learner.predict_log_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
-            found = self._known_scores(x)
+            found = known_scores(self, x)
             if found is not None:
                 values, divisor = found
                 labels = self._store.class_weight
@@ -437,7 +274,7 @@ class _SuperParent(_SemiNaive):
     def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
         """:meth:`Learner.predict_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
-            found = self._known_scores(x)
+            found = known_scores(self, x)
             if found is not None:
                 values, divisor = found
                 labels = self._store.class_weight
@@ -476,141 +313,8 @@ class _SuperParent(_SemiNaive):
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
     ) -> tuple[list[Hashable], Floats, Any] | None:
-        """The batch kernel: predict then learn each known event in turn, as
-        :meth:`predict_log_proba_one` then :meth:`learn_one` would.
-
-        ``rows[i]`` are event ``i``'s items in the dense block,
-        ``parent_items[i]`` its item of the super-parent feature (SPODE). A batch
-        of events with as many items each, all qualifying as parents, goes through
-        :func:`~stream_nb.seminaive._products.predict_learn_products`; any other is
-        scored one event at a time from the dense block (or the Naive Bayes
-        fallback) and learned with :meth:`PairStore.learn_known`. The scores are
-        normalised at the end, all rows at once. ``None`` (nothing changed) unless
-        the model has learned something and every label is ``None`` or a known
-        class with a valid weight.
-        """
-        store = self._store
-        block = self._known_ready()
-        classes = store.classes
-        if block is None:
-            return None
-        try:
-            if not all(y is None or y in classes for y in ys):
-                return None
-            for w in ws:
-                if w != 1.0:
-                    check_weight(w)
-        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
-            return None
-        labels = list(store.class_weight)
-        parent = self._super_parent()
-        jll_uniform = self._uniform_batch(block, rows, parent_items, ys, ws)
-        if jll_uniform is not None:
-            log_proba, best = normalise(jll_uniform)
-            return labels, log_proba, best
-        lists: list[list[int]] = rows.tolist() if isinstance(rows, np.ndarray) else rows
-        known = self._known
-        learn = self._learn_known_step
-        jll = []
-        for idx, at, y, w in zip(lists, parent_items, ys, ws, strict=True):
-            found = known(block, idx, parent, at)
-            if found is None:
-                fallback = self._fallback([block.items[a] for a in idx])
-                row = [fallback[c] for c in labels]
-            else:
-                row, divisor = found
-                if divisor is not None:
-                    shift = _log(divisor)
-                    row = [_log(v) - shift for v in row]
-            jll.append(row)
-            if y is not None:
-                learn(idx, y, classes[y], w)
-        log_proba, best = normalise(np.array(jll))
-        return labels, log_proba, best
-
-    def _uniform_batch(
-        self,
-        block: DenseBlock,
-        rows: Rows,
-        parent_items: list[int | None],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float],
-    ) -> Floats | None:
-        """The batch's scores with every event's items in one array
-        (:func:`~stream_nb.seminaive._products.predict_learn_products`), when every event
-        has as many items, none renormalises the model when learned (forgetting), every
-        event has a qualifying parent and (SPODE) the parent qualifies; ``None`` (nothing
-        changed) otherwise.
-
-        With forgetting each event is scored in the raw units of the scale before it
-        (α / scale) and learned with ``w / scale`` after its decay, as
-        :meth:`learn_one` (:meth:`_decay_steps`).
-        """
-        if isinstance(rows, np.ndarray):
-            items = rows
-        else:
-            d = len(rows[0])
-            if any(len(idx) != d for idx in rows):
-                return None
-            items = np.array(rows, dtype=np.intp)
-        befores, raws, stop, scale = self._decay_steps(ys, ws)
-        if stop < len(ys):
-            return None  # (a renormalisation: one event at a time)
-        at = None
-        if self._super_parent() is not None:
-            if None in parent_items:
-                return None
-            at = np.argmax(items == np.array(parent_items, dtype=np.intp)[:, None], axis=1)
-        store = self._store
-        classes = store.classes
-        ks = [-1 if y is None else classes[y] for y in ys]
-        k_of = np.array(ks, dtype=np.intp)
-        raw_of = np.array(raws, dtype=np.float64)
-        alphas = None
-        if self._gamma is not None:
-            alphas = self.alpha / np.array(befores)
-        mask = self._qualifying(block, items, k_of, raw_of, befores)
-        if mask is not None:
-            if at is not None:
-                if not mask[np.arange(len(items)), at].all():
-                    return None
-                mask = None
-            elif not mask.any(axis=1).all():
-                return None  # (an event with no parent: Naive Bayes, one event at a time)
-        weight = store.total_weight + float(raw_of.sum())
-        length = safe_length(block, self.alpha / befores[0], weight)
-        block.prepare(self.alpha / befores[0])
-        jll = predict_learn_products(block, items, k_of, raw_of, length, at, alphas, mask)
-        learned = k_of >= 0
-        store.learned_known(items[learned], k_of[learned], ys, raws)
-        self.n_learned += int(learned.sum())
-        self._scale = scale
-        return jll
-
-    def _qualifying(
-        self, block: DenseBlock, items: Indices, ks: Indices, raws: Floats, befores: list[float]
-    ) -> Bools | None:
-        """Whether each item of each event qualifies as a parent when the event is scored
-        (``N(x_i) ≥ min_parent_count`` in raw units, the weights of the batch's earlier
-        events included, summed in event order); ``None``: all of them."""
-        scale = min(befores)  # (the threshold is highest at the smallest scale)
-        threshold = self.min_parent_count * (1.0 - COUNT_TOLERANCE) / scale
-        if block.least >= threshold:
-            return None
-        used, at = np.unique(items, return_inverse=True)
-        at = at.reshape(items.shape)
-        weights = np.zeros((len(items) + 1, len(used)))
-        weights[0] = block.vw[used]
-        learned = np.flatnonzero(ks >= 0)
-        weights[np.repeat(learned + 1, items.shape[1]), at[learned].ravel()] = np.repeat(
-            raws[learned], items.shape[1]
-        )
-        np.cumsum(weights, axis=0, out=weights)
-        before = weights[np.arange(len(items))[:, None], at]  # N(x_i) before each event
-        mask: Bools = (
-            before >= (self.min_parent_count * (1.0 - COUNT_TOLERANCE) / np.array(befores))[:, None]
-        )
-        return None if mask.all() else mask
+        """The batch kernel (:func:`~stream_nb.seminaive._fast.predict_learn_known`)."""
+        return predict_learn_known(self, rows, parent_items, ys, ws)
 
     def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
         """:meth:`Learner.learn_one`; a known event of a known class with weight 1, without
@@ -626,29 +330,12 @@ class _SuperParent(_SemiNaive):
             block = store.dense
             k = store.classes.get(y)
             if block is not None and k is not None:  # (a learned class: a valid label)
-                idx = self._items_of(block, x)
+                idx = items_of(self, block, x)
                 if idx:
                     store.learn_known(idx, y, k, 1.0)
                     self.n_learned += 1
                     return
         super().learn_one(x, y, w)
-
-    def _items_of(self, block: DenseBlock, x: dict[str, Any]) -> list[int] | None:
-        """:func:`~stream_nb.seminaive._known.known_items` of ``x``: those the last known
-        prediction found when it was this very event, unchanged (same dict, keys and
-        values) and scored by this block (items keep their index while it lives)."""
-        last = self._last_event
-        self._last_event = None
-        if (
-            last is not None
-            and last[0] is x
-            and last[1] is block
-            and last[3] == list(x)
-            and last[4] == list(x.values())
-        ):
-            idx: list[int] = last[2]
-            return idx
-        return known_items(block.codes, x)
 
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         store = self._store
