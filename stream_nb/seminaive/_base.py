@@ -32,6 +32,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, cast
 
+import numpy as np
+
 from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
 from stream_nb._params import check_alpha, check_feature_weights, check_nonneg
 from stream_nb._state import (
@@ -49,8 +51,12 @@ from stream_nb._state import (
     read_pairs,
 )
 from stream_nb.base import Capabilities, Learner
+from stream_nb.limits import RENORMALISE_BELOW
 from stream_nb.naive_bayes._arrays import per_event_answers
-from stream_nb.seminaive._known import rows_from_columns, rows_from_dicts
+from stream_nb.seminaive._dense import Indices
+from stream_nb.seminaive._known import Rows, known_run, rows_from_columns
+from stream_nb.seminaive._record import record_run
+from stream_nb.seminaive._segment import learn_run
 from stream_nb.seminaive._store import OTHER, Item, PairStore
 from stream_nb.seminaive._warmup import WARMUP_TERMS, gaussian_terms, weighted_gaussian_terms
 from stream_nb.seminaive.discretise import (
@@ -76,6 +82,10 @@ __all__ = [
 COUNT_TOLERANCE = 1e-9
 
 _KINDS = ("categorical", "numeric")
+
+#: Fewest known events :meth:`_SemiNaive.predict_learn_many` hands to the batch kernel
+#: at once (shorter runs go one event at a time, which also scores known events fast).
+_MIN_RUN = 8
 
 
 class _Known:
@@ -255,16 +265,43 @@ class _SemiNaive(Learner):
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
     ) -> tuple[list[dict[Hashable, float] | None], list[Hashable | None], dict[int, Exception]]:
-        """:meth:`Learner.predict_learn_many` through the batch kernel when every event is
-        known (see :meth:`_predict_learn_known`), else one event at a time."""
-        block = self._store.dense
-        if block is not None and self._batch_ready():
-            batch = rows_from_dicts(block.codes, xs, self._kernel_parent(), self._frozen_bins())
-            out = None if batch is None else self._predict_learn_known(*batch, ys, ws)
-            if out is not None:
-                self._record_batch(xs, ys, ws, {})  # the kernel bypasses learn_one
-                return per_event_answers(*out)
-        return super().predict_learn_many(xs, ys, ws)
+        """:meth:`Learner.predict_learn_many` through the batch kernel for every run of
+        known events (see :meth:`_predict_learn_known`), one event at a time otherwise.
+
+        A run ends at an event the dense block does not know (a new value, say):
+        that event is predicted and learned on its own, and the next run may then
+        know its values.
+        """
+        n = len(xs)
+        log_probas: list[dict[Hashable, float] | None] = []
+        predictions: list[Hashable | None] = []
+        errors: dict[int, Exception] = {}
+        i = 0
+        while i < n:
+            block = self._store.dense
+            stop = n
+            if block is not None and self._batch_ready():
+                rows, parents = known_run(
+                    block.codes, xs, i, self._kernel_parent(), self._frozen_bins()
+                )
+                stop = i + len(rows)
+                if len(rows) >= _MIN_RUN:
+                    out = self._predict_learn_known(rows, parents, ys[i:stop], ws[i:stop])
+                    if out is not None:
+                        if self._delta is not None:  # (capabilities.kernel_records_delta)
+                            record_run(self, rows, ys[i:stop], ws[i:stop], xs[i:stop].__getitem__)
+                        answers = per_event_answers(*out)
+                        log_probas += answers[0]
+                        predictions += answers[1]
+                        i = stop
+                        continue
+                stop = max(stop, i + 1)
+            answers = super().predict_learn_many(xs[i:stop], ys[i:stop], ws[i:stop])
+            log_probas += answers[0]
+            predictions += answers[1]
+            errors.update({i + j: exc for j, exc in answers[2].items()})
+            i = stop
+        return log_probas, predictions, errors
 
     def predict_learn_columns(
         self,
@@ -290,18 +327,99 @@ class _SemiNaive(Learner):
         [0, 1] (3, 2) [1, 0, 1] 8
         """
         block = self._store.dense
-        if block is None or self._delta is not None or not self._batch_ready():
+        if block is None or not self._batch_ready():
             return None
         batch = rows_from_columns(
             block.codes, names, columns, self._kernel_parent(), self._frozen_bins()
         )
         if batch is None:
             return None
-        return self._predict_learn_known(*batch, ys, [1.0] * len(ys) if ws is None else ws)
+        weights = [1.0] * len(ys) if ws is None else ws
+        out = self._predict_learn_known(*batch, ys, weights)
+        if out is not None and self._delta is not None:  # (capabilities.kernel_records_delta)
+
+            def raw(i: int) -> dict[str, Any]:
+                return {name: column[i] for name, column in zip(names, columns, strict=True)}
+
+            record_run(self, batch[0], ys, weights, raw)
+        return out
 
     def _batch_ready(self) -> bool:
         """Hook: whether the batch kernel may take a batch (no kernel here)."""
         return False
+
+    def _learn_known_run(
+        self, rows: Rows, ks: Indices, ys: Sequence[Hashable], ws: Sequence[float]
+    ) -> None:
+        """Learn events whose every item (``rows``, in the dense block) and class (indices
+        ``ks``, labels ``ys``) are known, with weights ``ws``, as :meth:`learn_one` would one
+        after another (a model-sync delta recording what a batch kernel learned, see
+        :mod:`~stream_nb.seminaive._record`), forgetting included."""
+        store = self._store
+        t, n = 0, len(ys)
+        while t < n:
+            _before, raws, stop, scale = self._decay_steps(ys[t:], ws[t:])
+            stop += t
+            if stop > t:
+                if isinstance(rows, np.ndarray):
+                    block = store.dense
+                    assert block is not None
+                    run, k_run = rows[t:stop], ks[t:stop]
+                    learn_run(block, run, k_run, np.array(raws, dtype=np.float64))
+                    store.learned_known(run, k_run, ys[t:stop], raws)
+                    self.n_learned += stop - t
+                else:
+                    for idx, k, y, w in zip(rows[t:stop], ks[t:stop].tolist(), ys[t:stop], raws,
+                                            strict=True):  # fmt: skip
+                        store.learn_known(idx, y, k, w)
+                    self.n_learned += stop - t
+                self._scale = scale
+            if stop < n:  # its learning renormalises first
+                self._learn_known_step(list(rows[stop]), ys[stop], int(ks[stop]), ws[stop])
+                stop += 1
+            t = stop
+
+    def _decay_steps(
+        self, ys: Sequence[Hashable | None], ws: Sequence[float]
+    ) -> tuple[list[float], list[float], int, float]:
+        """What :meth:`learn_one`'s forgetting does to the events of a batch, in turn, up to
+        the first labelled one whose learning renormalises (``stop``; ``len(ys)`` if none):
+        the scale before each event (the raw units of its prediction), its weight in raw
+        units (0: not learned) and the scale after them. The model is not changed."""
+        gamma = self._gamma
+        scale = self._scale
+        befores: list[float] = []
+        raws: list[float] = []
+        for i, (y, w) in enumerate(zip(ys, ws, strict=True)):
+            if y is None:
+                befores.append(scale)
+                raws.append(0.0)
+            elif gamma is None:
+                befores.append(scale)
+                raws.append(w)
+            else:
+                after = scale * (gamma if w == 1.0 else gamma**w)
+                if after < RENORMALISE_BELOW:
+                    return befores, raws, i, scale
+                befores.append(scale)
+                scale = after
+                raws.append(w / scale)
+        return befores, raws, len(ys), scale
+
+    def _learn_known_step(self, idx: list[int], y: Hashable, k: int, w: float) -> None:
+        """Learn one event of known items ``idx`` and class ``y`` (index ``k``) as
+        :meth:`learn_one` would: forgetting (a renormalisation included), the counts,
+        ``n_learned``; not the tracked delta (the caller records it)."""
+        gamma = self._gamma
+        if gamma is not None:
+            scale = self._scale * (gamma if w == 1.0 else gamma**w)
+            if scale < RENORMALISE_BELOW:
+                self._rescale(scale)
+                scale = 1.0
+            self._scale = scale
+            w = w / scale
+        self._store.learn_known(idx, y, k, w)
+        self.n_learned += 1
 
     def _kernel_parent(self) -> Hashable | None:
         """Hook: the super-parent feature whose item the kernel needs per event, if any."""
@@ -309,7 +427,7 @@ class _SemiNaive(Learner):
 
     def _predict_learn_known(
         self,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
@@ -430,15 +548,19 @@ class _SemiNaive(Learner):
         keep = []
         store = self._store
         capped = store.categorical.capped  # the cap, as when the value was learned
+        replayed = False
         for entry in self._pending:
             items, pending, y, w = entry
             for f in [f for f in pending if f in edges]:
                 item = (f, capped(f, bisect_right(edges[f], pending.pop(f))))
                 store.add_item(items, item, y, w)
                 items.append(item)
+                replayed = True
             if pending:
                 keep.append(entry)
         self._pending = keep
+        if replayed and store.dense is not None:  # (add_item ends a block's completeness)
+            store.dense.complete = store.dense.check_complete()
 
     def _frozen_bins(self) -> dict[Hashable, tuple[list[float], dict[int, int]]]:
         """The numeric pair features whose cut points are frozen: their cut points and the

@@ -1,4 +1,4 @@
-"""Dense numpy counts for AODE and SPODE when the model's value sets are small.
+"""Dense numpy counts for the semi-naive learners while the model's value sets are small.
 
 Every ``(feature, value)`` item of a pair feature gets an index ``a`` (``1, 2,
 …`` in order of appearance; index ``0`` is an all-zero item that stands for a
@@ -14,20 +14,27 @@ the views ``pair[a, b] = counts[b, a]`` and ``ctx[a, c] = counts[D + c, a]``:
 
 An event with items ``ii`` (columns ``cc``) has the child slots
 ``cs = (ii, D + cc)``, and learning it adds its weight to ``counts[cs, ii, k]``:
-one indexed add (the diagonal ``pair[a, a]`` gets ``N(y, x_i)`` from the same
-add; ``ctx[a, c(a)]``, a feature with itself, is written too but never read).
+one gather, add and scatter of the ``2d²`` cells (the diagonal ``pair[a, a]``
+gets ``N(y, x_i)`` from the same add; ``ctx[a, c(a)]``, a feature with itself,
+is written too but never read).
 
-AODE and SPODE without forgetting (α fixed in raw units) also keep the *log
-table*, an array of the same shape with ``log(N(y, x_a, x_b) + α)`` in item
-slots, ``−log(N(y, x_a, j) + α S_j)`` in column slots and ``0`` where a column
-is the parent's own feature. A learned event rewrites exactly the cells whose
-counts it changed (a new value rewrites its column's slot, whose ``S_j`` grew,
-and its own slot and parent cells). Then every super-parent's
-``Σ_{j ≠ i} log P̂(x_j | y, x_i)`` plus ``log(N(y, x_i) + α)`` is one gather
-of the event's ``2d`` slots and one sum (:meth:`DenseBlock.table_scores`).
+The block is *complete* while every event it learned held a value of every
+pair feature (:attr:`DenseBlock.complete`): then ``N(y, x_i, j) = N(y, x_i)`` for
+every item and column, and every column has the same weight ``N_i`` (the same
+weights, added in the same order, so bit for bit), and a super-parent's
+denominators follow from its diagonal alone
+(:mod:`stream_nb.seminaive._products`). An event without some pair feature, a
+feature first met after other events, or a value added to an event already
+learned (warm-up replay) ends it; a load checks the counts. A block with
+``lazy_columns`` (AODE and SPODE scoring known events) then learns only the item
+cells of each event and leaves its column cells *stale*: :meth:`DenseBlock.materialize`
+writes them from the diagonal (the very values) before anything reads them —
+the ``counts``, ``counts_rows``, ``counts_flat``, ``pair`` and ``ctx`` views do
+it, and so does the end of completeness; :attr:`DenseBlock.cells` reads without
+it (exact for item slots only).
 
 Memory is ``8 K (D² + D F)`` bytes for ``D`` items and ``F`` pair features
-(capacities grow by doubling), twice that with the log table. A block whose
+(capacities grow by doubling). A block whose
 counts would exceed :data:`DENSE_MAX_BYTES` is not built: the store keeps (or
 goes back to) its sparse dictionaries, so ID-like features still work with
 memory bounded by ``max_values_per_feature``.
@@ -35,17 +42,19 @@ memory bounded by ``max_values_per_feature``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DENSE_MAX_BYTES", "DenseBlock", "Floats", "Indices"]
+__all__ = ["DENSE_MAX_BYTES", "Bools", "DenseBlock", "Floats", "Indices"]
 
-#: Count arrays, and item indices / columns into them.
+#: Count arrays, item indices / columns into them, and masks.
 Floats = npt.NDArray[np.float64]
 Indices = npt.NDArray[np.intp]
+Bools = npt.NDArray[np.bool_]
 
 #: Largest dense block (bytes of the count arrays at their allocated
 #: capacity). 32 MiB holds e.g. 10 classes × 640 items or 2 classes × 1,400
@@ -57,8 +66,16 @@ _MIN_FEATURES = 8
 
 Item = tuple[Hashable, Hashable]
 
-#: The arrays of one event's known items (see :meth:`DenseBlock.event`).
-Event = tuple[list[int], Indices, Indices, Indices, Indices, Indices, Indices]
+#: The arrays of one event's known items (see :meth:`DenseBlock.event`): the items (a
+#: list), their indices, the rows of ``INFO`` for them (``(5, d)``), the cell rows and
+#: whether those include the column slots.
+Event = tuple[list[int], Indices, Indices, Indices, bool]
+
+#: Rows of :attr:`DenseBlock.info`, one column per item ``a`` of column ``c``:
+#: ``a·D`` and ``(D + c)·D`` (the item's two slots as row offsets of the
+#: ``(slots × parents, K)`` view), ``a`` and ``D + c`` (its two slots, also its
+#: entries of ``weights``), and ``c``.
+INFO_ROWS = 5
 
 
 def _nbytes(d: int, f: int, k: int) -> int:
@@ -85,68 +102,167 @@ class DenseBlock:
     """
 
     __slots__ = (
+        "_counts",
+        "_ctx",
         "_event",
-        "_signs",
+        "_flat",
+        "_pair",
+        "_prepared",
+        "_rows",
+        "_stale",
         "_vectors",
         "aks",
         "alpha",
         "codes",
         "col_of",
-        "counts",
-        "counts_flat",
-        "counts_rows",
-        "ctx",
+        "complete",
         "feat",
         "fw",
         "fy",
         "fy_flat",
         "index",
+        "info",
         "items",
+        "lazy_columns",
+        "least",
         "n_classes",
         "offsets",
-        "pair",
         "s",
+        "s_max",
+        "slot_aks",
+        "slot_weights",
         "slots",
-        "table",
-        "table_cells",
-        "table_flat",
+        "uniform_s",
         "vw",
         "weights",
     )
 
-    def __init__(self, n_classes: int) -> None:
+    def __init__(self, n_classes: int, lazy_columns: bool = False) -> None:
         self.n_classes = n_classes
+        self.lazy_columns = lazy_columns  # see the module docstring
+        self._stale = False  # the column cells wait for materialize()
         self.index: dict[Item, int] = {}
         self.feat: dict[Hashable, int] = {}
         self.items: list[Item] = [("", "")]  # item by index (0: the placeholder)
         # feature -> string value -> item: the items of events given as strings
         self.codes: dict[Hashable, dict[str, int]] = {}
         self._vectors: list[tuple[Indices, Floats]] = []
-        self._signs: dict[int, Floats] = {}
-        self.table: Floats | None = None
-        self.alpha = 0.0  # the α (raw units) of the log table
+        self.alpha = 0.0  # the α (raw units) of offsets and aks (see prepare)
+        self._prepared: float | None = None  # the α they hold (None: S changed since)
+        self.s_max = 0.0  # the largest S_j
+        self.uniform_s: float | None = None  # S_j when every column has as many values
+        self.complete = True  # see the module docstring
+        # a lower bound of every learned item's N(x_i) (they only grow without forgetting)
+        self.least = math.inf
         self._alloc(_MIN_ITEMS, _MIN_FEATURES)
 
     def _alloc(self, d: int, f: int) -> None:
         k = self.n_classes
-        self.counts = np.zeros((d + f, d, k))
+        self._counts = np.zeros((d + f, d, k))
         # (parent, child) views: pair[a, b] = counts[b, a], ctx[a, c] = counts[d + c, a]
-        self.pair = self.counts[:d].transpose(1, 0, 2)
-        self.ctx = self.counts[d:].transpose(1, 0, 2)
-        self.counts_flat = self.counts.reshape(-1)
-        self.counts_rows = self.counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
-        self.weights = np.zeros(d + f)  # by slot: vw for items, fw for columns
+        self._pair = self._counts[:d].transpose(1, 0, 2)
+        self._ctx = self._counts[d:].transpose(1, 0, 2)
+        self._flat = self._counts.reshape(-1)
+        self._rows = self._counts.reshape((d + f) * d, k)  # row b·d + a: slot b, parent a
+        # by slot: vw for items, fw for columns; then α K S_i of columns (see prepare)
+        self.slot_weights = np.zeros((2, d + f))
+        self.weights = self.slot_weights[0]
+        self.slot_aks = self.slot_weights[1]
+        self.aks = self.slot_weights[1, d:]
         self.vw = self.weights[:d]
         self.fw = self.weights[d:]
         self.s = np.zeros(f)
         self.fy = np.zeros((f, k))  # N(y, i) of column c: present[feature][class]
         self.fy_flat = self.fy.reshape(-1)
         self.col_of = np.zeros(d, dtype=np.intp)  # item -> its feature's column
-        # the child slots of each item: (a, d + its column)
-        self.slots = np.zeros((2, d), dtype=np.intp)
-        self.slots[0] = np.arange(d)
-        self.slots[1] = d
+        self.info = np.zeros((INFO_ROWS, d), dtype=np.intp)  # see INFO_ROWS
+        self.slots = self.info[2:4]  # the child slots of each item: (a, d + its column)
+        self._set_info()
         self._event: Event | None = None
+        self._prepared = None
+
+    # ------------------------------------------------------------------ views
+    @property
+    def counts(self) -> Floats:
+        """The counts, ``(slots, parents, K)`` (see the module docstring)."""
+        self.materialize()
+        return self._counts
+
+    @property
+    def counts_rows(self) -> Floats:
+        """The counts as ``(slots × parents, K)`` rows: row ``b·D + a`` is slot ``b``,
+        parent ``a``."""
+        self.materialize()
+        return self._rows
+
+    @property
+    def counts_flat(self) -> Floats:
+        """The counts, flat."""
+        self.materialize()
+        return self._flat
+
+    @property
+    def pair(self) -> Floats:
+        """``pair[a, b, k] = N(y_k, x_i, x_j)`` (a view of the counts)."""
+        self.materialize()
+        return self._pair
+
+    @property
+    def ctx(self) -> Floats:
+        """``ctx[a, c, k] = N(y_k, x_i, j)`` (a view of the counts)."""
+        self.materialize()
+        return self._ctx
+
+    @property
+    def cells(self) -> Floats:
+        """:attr:`counts_rows` as they stand: exact in item slots, in column slots only
+        when not stale (a complete block's learned events may leave them to
+        :meth:`materialize`)."""
+        return self._rows
+
+    def diagonal(self, items: Indices) -> Floats:
+        """``N(y, x_i)`` of ``items`` by class, shape ``(len(items), K)`` (never stale)."""
+        out: Floats = self._counts[items, items]
+        return out
+
+    def materialize(self) -> None:
+        """Write the stale column cells of a complete block: ``N(y, x_i, j) = N(y, x_i)``."""
+        if self._stale:
+            self._stale = False
+            n, f = len(self.index), len(self.feat)
+            items = np.arange(1, n + 1)
+            self._ctx[1 : n + 1, :f] = self._counts[items, items][:, None, :]
+
+    def leave_columns(self) -> None:
+        """A complete block learned events into its item cells alone (a batch kernel):
+        its column cells wait for :meth:`materialize`."""
+        self._stale = True
+
+    def end_complete(self) -> None:
+        """The block learns an event without some pair feature (or the like): its column
+        cells are written and it is no longer complete."""
+        self.materialize()
+        self.complete = False
+
+    def _set_info(self) -> None:
+        """Fill :attr:`info` from :attr:`col_of`."""
+        d = self.vw.shape[0]
+        items = np.arange(d)
+        info = self.info
+        info[0] = items * d
+        info[1] = (d + self.col_of) * d
+        info[2] = items
+        info[3] = d + self.col_of
+        info[4] = self.col_of
+
+    def _set_column(self, a: int, c: int) -> None:
+        """Item ``a`` belongs to column ``c``."""
+        d = self.vw.shape[0]
+        self.col_of[a] = c
+        info = self.info
+        info[1, a] = (d + c) * d
+        info[3, a] = d + c
+        info[4, a] = c
 
     def _grow(self, n_items: int, n_features: int, n_classes: int) -> bool:
         """Make room for item indices ``< n_items`` and ``n_features`` columns."""
@@ -157,19 +273,17 @@ class DenseBlock:
         d, f = _cap(n_items, d0), _cap(n_features, f0)
         if _nbytes(d, f, n_classes) > DENSE_MAX_BYTES:
             return False
-        old = (self.counts, self.vw, self.fw, self.s, self.col_of, self.fy)
+        old = (self._counts, self.vw, self.fw, self.s, self.col_of, self.fy)
         self.n_classes = n_classes
         self._alloc(d, f)
-        self.counts[:d0, :d0, :k0] = old[0][:d0]
-        self.counts[d : d + f0, :d0, :k0] = old[0][d0:]
+        self._counts[:d0, :d0, :k0] = old[0][:d0]
+        self._counts[d : d + f0, :d0, :k0] = old[0][d0:]
         self.vw[:d0] = old[1]
         self.fw[:f0] = old[2]
         self.s[:f0] = old[3]
         self.col_of[:d0] = old[4]
         self.fy[:f0, :k0] = old[5]
-        self.slots[1] = d + self.col_of
-        if self.table is not None:
-            self.build_table(self.alpha)
+        self._set_info()
         return True
 
     def add_class(self) -> bool:
@@ -178,9 +292,8 @@ class DenseBlock:
 
     def _indices(
         self, items: list[Item], pair_features: Mapping[Hashable, None]
-    ) -> tuple[Indices, Indices, list[int]] | None:
-        """Item indices and columns (arrays) of the pair items, allocating new ones,
-        and the new items.
+    ) -> tuple[list[int], list[int]] | None:
+        """Item indices of the pair items (allocating new ones) and the new items.
 
         ``None``: the block would be too large.
         """
@@ -188,45 +301,49 @@ class DenseBlock:
         get = index.get
         known = [get(item, 0) for item in items]
         if 0 not in known:  # the usual case: every item is a known pair item
-            ii = np.array(known, dtype=np.intp)
-            return ii, self.col_of[ii], []
+            return known, []
         idx: list[int] = []
-        cols: list[int] = []
         new: list[Item] = []
         new_f: list[Hashable] = []
         for item in items:
             f = item[0]
-            c = feat.get(f)
-            if c is None:
+            if f not in feat:
                 if f not in pair_features:
                     continue
-                new_f.append(f)
-                c = -len(new_f)  # placeholder, fixed below
+                if f not in new_f:
+                    new_f.append(f)
             a = get(item)
             if a is None:
                 new.append(item)
                 a = -len(new)
             idx.append(a)
-            cols.append(c)
         fresh: list[int] = []
         if new or new_f:
             if not self._grow(len(index) + len(new) + 1, len(feat) + len(new_f), self.n_classes):
                 return None
-            d = self.vw.shape[0]
+            if new_f and index and self.complete:  # the items so far never met these features
+                self.end_complete()
             for f in new_f:
                 feat[f] = len(feat)
             for item in new:
                 a = index[item] = len(index) + 1
                 self.items.append(item)
-                c = self.col_of[a] = feat[item[0]]
-                self.slots[1, a] = d + c
+                c = feat[item[0]]
+                self._set_column(a, c)
                 self.s[c] += 1.0
                 if item[1].__class__ is str:
                     self.codes.setdefault(item[0], {})[item[1]] = a
                 fresh.append(a)
+            self._values_changed()
             idx = [a if a > 0 else index[new[-a - 1]] for a in idx]
-            cols = [c if c >= 0 else feat[new_f[-c - 1]] for c in cols]
-        return np.array(idx, dtype=np.intp), np.array(cols, dtype=np.intp), fresh
+        return idx, fresh
+
+    def _values_changed(self) -> None:
+        """``S_j`` changed: :attr:`s_max`, :attr:`uniform_s` and :meth:`prepare` again."""
+        s = self.s[: len(self.feat)]
+        self.s_max = float(s.max()) if len(s) else 0.0
+        self.uniform_s = float(s[0]) if len(s) and (s == s[0]).all() else None
+        self._prepared = None
 
     def learn(
         self, items: list[Item], pair_features: Mapping[Hashable, None], k: int, w: float
@@ -235,68 +352,55 @@ class DenseBlock:
         found = self._indices(items, pair_features)
         if found is None:
             return False
-        ii, cc, fresh = found
-        if not len(ii):
+        idx, fresh = found
+        if not idx:
             return True
-        cs = np.concatenate((ii, cc + self.vw.shape[0]))
-        cells_at = np.add.outer(cs * self.vw.shape[0], ii) * self.n_classes
-        self._add(cs, cells_at, cc * self.n_classes, k, w, fresh)
+        if fresh:
+            self.least = min(self.least, w)
+        if len(idx) != len(self.feat) and self.complete:
+            self.end_complete()
+        self._add(self.event(idx), k, w)
         return True
 
     def learn_known(self, idx: list[int], k: int, w: float) -> None:
         """:meth:`learn` for an event whose items are all known: their indices ``idx``."""
-        cached = self.event(idx)
-        self._add(cached[2], cached[5], cached[6], k, w, None)
+        if len(idx) != len(self.feat) and self.complete:
+            self.end_complete()
+        self._add(self.event(idx), k, w)
 
     def event(self, idx: list[int]) -> Event:
-        """``(idx, items, slots, columns, rows, cells, column cells)`` of an event of known
-        items ``idx``.
+        """``(idx, items, info, rows, full)`` of an event of known items ``idx``.
 
-        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the
-        ``(slots × parents, K)`` view and ``cells[j, i] + k`` the flat position
-        of ``counts[slots[j], items[i], k]``; ``column cells + k`` those of ``fy[columns, k]``.
-        The last event's arrays are kept: a prediction then the learning of
-        the same event build them once.
+        ``info`` are the columns of :attr:`info` of its items, shape ``(5, d)``;
+        ``rows[j, i]`` is the row of ``counts[slots[j], items[i]]`` in the ``(slots ×
+        parents, K)`` view (``slots``: the items, then their columns, ``full``; a
+        complete block with lazy columns reads and learns item slots only, and
+        gets those alone). The last event's arrays are kept: a prediction then the
+        learning of the same event build them once.
         """
+        full = not (self.complete and self.lazy_columns)
         cached = self._event
-        if cached is not None and cached[0] == idx:
+        if cached is not None and cached[0] == idx and (cached[4] or not full):
             return cached
-        d = self.vw.shape[0]
-        ii = np.array(idx, dtype=np.intp)
-        cs = self.slots.take(ii, axis=1).ravel()
-        rows = np.add.outer(cs * d, ii)
-        cc = cs[len(idx) :] - d
-        k = self.n_classes
-        cached = self._event = (idx, ii, cs, cc, rows, rows * k, cc * k)
+        info = self.info.take(idx, axis=1)
+        ii = info[2]
+        bases = info[:2].ravel() if full else info[0]
+        cached = self._event = (idx, ii, info, np.add.outer(bases, ii), full)
         return cached
 
-    def _add(
-        self,
-        cs: Indices,
-        cells_at: Indices,
-        columns_at: Indices,
-        k: int,
-        w: float,
-        fresh: list[int] | None,
-    ) -> None:
-        """Add weight ``w`` of class ``k`` to ``counts[cs[j], ii[i], k]`` (flat positions
-        ``cells_at + k``), the weights of the slots ``cs`` and ``fy`` (``columns_at + k``);
-        rewrite those cells of the log table (and every cell of the ``fresh`` items)."""
-        at = cells_at + k
-        flat = self.counts_flat
-        cells = flat[at]
+    def _add(self, event: Event, k: int, w: float) -> None:
+        """Add weight ``w`` of class ``k`` to the event's cells, the weights of its slots
+        and ``fy``."""
+        idx, _ii, info, rows, _full = event
+        if self.complete and self.lazy_columns:  # the column cells equal the diagonal
+            rows = rows[: len(idx)]
+            self._stale = True
+        by_class = self._rows[:, k]
+        cells = by_class[rows]
         cells += w
-        flat[at] = cells
-        self.weights[cs] += w
-        self.fy_flat[columns_at + k] += w
-        if self.table is None:
-            return
-        if fresh:
-            self._refresh(fresh)
-        cells += self.offsets.take(cs)[:, None]
-        np.log(cells, out=cells)
-        cells *= self._sign(len(cs) // 2)
-        self.table_flat[at] = cells
+        by_class[rows] = cells
+        self.weights[info[2:4].ravel()] += w
+        self.fy[:, k][info[4]] += w
 
     def add_item(
         self,
@@ -310,150 +414,45 @@ class DenseBlock:
         found = self._indices([item, *items], pair_features)
         if found is None:
             return False
-        idx, cols, _fresh = found
-        a, c = idx[0], cols[0]
+        idx, fresh = found
+        if fresh:
+            self.least = min(self.least, w)
+        self.end_complete()  # (the other events lack the item's feature)
+        a = idx[0]
+        c = int(self.col_of[a])
         self.pair[a, a, k] += w
         self.vw[a] += w
         self.fw[c] += w
         self.fy[c, k] += w
         if len(idx) >= 2:
-            ii = idx[1:]
-            cc = cols[1:]
+            ii = np.array(idx[1:], dtype=np.intp)
+            cc = self.col_of[ii]
             self.pair[a, ii, k] += w
             self.pair[ii, a, k] += w
             self.ctx[a, cc, k] += w
             self.ctx[ii, c, k] += w
-        if self.table is not None:
-            self._refresh([int(a)])  # every cell above is in a's slots or parent cells
         return True
 
     def rescale(self, factor: float) -> None:
-        """Multiply every count by ``factor`` (the log table, if any, is dropped)."""
-        for arr in (self.counts, self.weights, self.fy):
+        """Multiply every count by ``factor`` (stale column cells are written from the
+        diagonal all the same)."""
+        for arr in (self._counts, self.weights, self.fy):
             arr *= factor
-        self.table = None
+        self.least = 0.0  # (weights shrink: no bound)
 
-    # ------------------------------------------------------------------ log table
-    def build_table(self, alpha: float) -> None:
-        """(Re)build the log table for ``α = alpha`` in raw units (see the module docstring)."""
+    # ------------------------------------------------------------------ smoothing
+    def prepare(self, alpha: float) -> None:
+        """``offsets`` (by slot: ``α`` for items, ``α S_j`` for columns) and ``aks``
+        (``α K S_i`` by column) for ``α = alpha`` in raw units; kept until ``S_j``
+        changes."""
+        if self._prepared == alpha:
+            return
         d = self.vw.shape[0]
-        n = len(self.index)
         self.alpha = alpha
-        self.offsets = np.full(self.counts.shape[0], alpha)
+        self.offsets = np.full(self._counts.shape[0], alpha)
         self.offsets[d:] = np.where(self.s > 0.0, alpha * self.s, alpha)
-        self.aks = (alpha * self.n_classes) * self.s
-        table = self.counts + self.offsets[:, None, None]
-        np.log(table, out=table)
-        table[d:] *= -1.0
-        items = np.arange(1, n + 1)
-        table[d + self.col_of[items], items] = 0.0  # a parent's own column
-        self.table = table
-        self.table_flat = table.reshape(-1)
-        self.table_cells = table.reshape(-1, self.n_classes)
-
-    def _refresh(self, items: list[int]) -> None:
-        """Rewrite the table cells of new items: their slots, their columns' slots
-        (``S_j`` changed) and their parent cells."""
-        table = self.table
-        assert table is not None
-        counts, offsets, col_of = self.counts, self.offsets, self.col_of
-        d = self.vw.shape[0]
-        alpha = self.alpha
-        for a in items:
-            c = int(col_of[a])
-            offsets[d + c] = alpha * self.s[c]
-            self.aks[c] = (alpha * self.n_classes) * self.s[c]
-            table[a] = np.log(counts[a] + alpha)
-            row = table[d + c]
-            np.log(counts[d + c] + offsets[d + c], out=row)
-            row *= -1.0
-            row[col_of == c] = 0.0
-            table[:d, a] = np.log(counts[:d, a] + alpha)
-            table[d:, a] = -np.log(counts[d:, a] + offsets[d:, None])
-            table[d + c, a] = 0.0
-
-    def _sign(self, n: int) -> Floats:
-        """``(2n, n)``: ``+1`` for item slots, ``−1`` for column slots, ``0`` at a parent's
-        own column (cached)."""
-        sign = self._signs.get(n)
-        if sign is None:
-            sign = np.ones((2 * n, n))
-            sign[n:] = -1.0
-            sign[n + np.arange(n), np.arange(n)] = 0.0
-            self._signs[n] = sign
-        return sign
-
-    def predict_learn_uniform(self, items: Indices, ks: Indices, ws: Floats) -> Floats:
-        """Score then learn, in turn, ``B`` events of ``d`` known items each (batch kernel).
-
-        ``items[t]`` are event ``t``'s items, ``ks[t]`` its class index (``-1``:
-        predicted only) and ``ws[t]`` its weight. Returns ``SPODE_i(y)`` of
-        every item of every event as the parent, shape ``(B, d, K)``, each
-        from the counts of the events before it (:meth:`table_scores`, one
-        event at a time). Only the table cells are updated event by event;
-        ``N_i`` for the denominators, ``N(x_i)``, ``N_i`` and ``N(y, i)`` are
-        prefix sums over the batch, added in event order (the same sums as
-        one event at a time). Needs the log table.
-        """
-        b, d = items.shape
-        n_items = self.vw.shape[0]
-        n_classes = self.n_classes
-        slots = np.concatenate((items, self.col_of[items] + n_items), axis=1)  # (B, 2d)
-        columns = slots[:, d:] - n_items
-        rows = slots[:, :, None] * n_items + items[:, None, :]  # (B, 2d, d)
-        cells_at = rows * n_classes
-        offsets = self.offsets[slots][:, :, None]
-        learned = ks >= 0
-        events = np.flatnonzero(learned)
-        w_of = ws[events]
-        # weights before each event, and after the batch (row b): sequential sums
-        fw = np.zeros((b + 1, self.fw.shape[0]))
-        fw[0] = self.fw
-        fw[np.repeat(events + 1, d), columns[events].ravel()] = np.repeat(w_of, d)
-        np.cumsum(fw, axis=0, out=fw)
-        den = fw[np.arange(b)[:, None], columns]
-        den += (self.alpha * n_classes) * self.s[columns]
-        scores = np.empty((b, d, n_classes))
-        table_cells, counts, table = self.table_cells, self.counts_flat, self.table_flat
-        sign = self._sign(d)
-        for t in range(b):
-            np.add.reduce(table_cells.take(rows[t], axis=0), axis=0, out=scores[t])
-            k = ks[t]
-            if k >= 0:
-                at = cells_at[t] + k
-                cells = counts[at]
-                cells += ws[t]
-                counts[at] = cells
-                cells += offsets[t]
-                np.log(cells, out=cells)
-                cells *= sign
-                table[at] = cells
-        scores -= np.log(den)[:, :, None]
-        self.fw[:] = fw[b]
-        vw = np.zeros((len(events) + 1, n_items))
-        vw[0] = self.vw
-        vw[np.repeat(np.arange(1, len(events) + 1), d), items[events].ravel()] = np.repeat(w_of, d)
-        self.vw[:] = np.cumsum(vw, axis=0)[-1]
-        fy = np.zeros((len(events) + 1, self.fy_flat.shape[0]))
-        fy[0] = self.fy_flat
-        at_fy = (columns[events] * n_classes + ks[events][:, None]).ravel()
-        fy[np.repeat(np.arange(1, len(events) + 1), d), at_fy] = np.repeat(w_of, d)
-        self.fy_flat[:] = np.cumsum(fy, axis=0)[-1]
-        return scores
-
-    def table_scores(self, idx: list[int]) -> tuple[Indices, Floats, Floats]:
-        """The parts of ``SPODE_i(y)`` with every item of ``idx`` (all known) as the parent.
-
-        The event's slots summed over the log table give, for every parent
-        item ``a``, ``log(N(y, x_a) + α) + Σ_{j ≠ i} log P̂(x_j | y, x_a)``
-        (shape ``(d, K)``); less ``log(N_i + α K S_i)`` it is the score.
-        Returns the item indices (an array), those sums and ``N_i + α K S_i``.
-        """
-        _idx, ii, _cs, cc, rows, _cells, _columns = self.event(idx)
-        sums: Floats = np.add.reduce(self.table_cells.take(rows, axis=0), axis=0)
-        den = self.fw.take(cc)
-        den += self.aks.take(cc)
-        return ii, sums, den
+        np.multiply(alpha * self.n_classes, self.s, out=self.aks)
+        self._prepared = alpha
 
     # ------------------------------------------------------------------ conversion
     def load(
@@ -482,8 +481,7 @@ class DenseBlock:
             for v, by_class in counts[f].items():
                 a = index[(f, v)] = len(index) + 1
                 self.items.append((f, v))
-                self.col_of[a] = c
-                self.slots[1, a] = self.vw.shape[0] + c
+                self._set_column(a, c)
                 if v.__class__ is str:
                     self.codes.setdefault(f, {})[v] = a
                 self.vw[a] = vw[v]
@@ -500,7 +498,22 @@ class DenseBlock:
                 self.ctx[pa, pc] = ctx
                 for vj, row in values.items():
                     self.pair[pa, index[(j, vj)]] = row
+        n = len(index)
+        if n:
+            self._values_changed()
+            self.least = float(self.vw[1 : n + 1].min())
+            self.complete = self.check_complete()
         return True
+
+    def check_complete(self) -> bool:
+        """Whether ``N(y, x_i, j) = N(y, x_i)`` for every item and every other column, and
+        every column has the same weight ``N_i`` (as every event had every feature)."""
+        n, f = len(self.index), len(self.feat)
+        items = np.arange(1, n + 1)
+        same = (self.ctx[1 : n + 1, :f] == self.counts[items, items][:, None, :]).all(axis=2)
+        same[np.arange(n), self.col_of[1 : n + 1]] = True  # (a feature with itself)
+        fw = self.fw[:f]
+        return bool(same.all()) and bool((fw == fw[0]).all())
 
     def to_sparse(self, counts: Mapping[Any, Any]) -> dict[Item, dict[Hashable, list[Any]]]:
         """The sparse ``pairs`` dictionary of ``PairStore`` (combinations with nonzero counts).
@@ -530,24 +543,6 @@ class DenseBlock:
                     ]
                 if sub:
                     out[(i, vi)] = sub
-        return out
-
-    def pair_terms(self, at: list[tuple[int, int, int, float]], a: float) -> Floats:
-        """``Σ log((N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j))`` by class, shape ``(K,)``.
-
-        ``at`` lists ``(parent item, child item, child column, α S_j)``; item
-        ``0`` (never learned) has zero counts.
-        """
-        arr = np.array(at)
-        pi = arr[:, 0].astype(np.intp)
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        num = rows.take(arr[:, 1].astype(np.intp) * d + pi, axis=0)
-        num += a
-        den = rows.take((arr[:, 2].astype(np.intp) + d) * d + pi, axis=0)
-        den += arr[:, 3:4]
-        num /= den
-        out: Floats = self.vectors(len(at))[1] @ np.log(num)
         return out
 
     def size(self) -> int:
@@ -593,80 +588,3 @@ class DenseBlock:
         while len(cache) <= n:
             cache.append((np.arange(len(cache)), np.ones(len(cache))))
         return cache[n]
-
-    def spode_scores(self, idx: Indices, cols: Indices, parents: Indices, a: float) -> Floats:
-        """``SPODE_i(y)`` for each parent position, shape ``(len(parents), K)``.
-
-        ``log P̂(y, x_i) + Σ_{j ≠ i} log P̂(x_j | y, x_i)`` with
-        ``P̂(y, x_i) = (N(y, x_i) + α) / (N_i + α K S_i)`` and
-        ``P̂(x_j | y, x_i) = (N(y, x_i, x_j) + α) / (N(y, x_i, j) + α S_j)``;
-        ``idx``/``cols`` are the children, ``parents`` positions in them, ``α``
-        in raw units. The ratios form a ``(parents, children, K)`` array whose
-        parent-as-own-child cell holds ``P̂(y, x_i)`` instead, so one log and
-        one sum over children (a matrix product with ones) give every score.
-        """
-        s = self.s
-        if len(parents) == len(idx):  # every child is a parent (parents = arange)
-            pi, pc = idx, cols
-        else:
-            pi, pc = idx[parents], cols[parents]
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        ratio = rows.take(idx * d + pi[:, None], axis=0)
-        ratio += a
-        den = rows.take((cols + d) * d + pi[:, None], axis=0)
-        den += (a * s[cols])[:, None]
-        # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
-        den[self.vectors(len(pi))[0], parents] = (self.fw[pc] + (a * self.n_classes) * s[pc])[
-            :, None
-        ]
-        ratio /= den
-        ones = self.vectors(len(idx))[1]
-        out: Floats = ones @ np.log(ratio)
-        return out
-
-    def weighted_spode_scores(
-        self,
-        idx: Indices,
-        cols: Indices,
-        parents: Indices,
-        a: float,
-        weights: Floats,
-        with_parent: Floats,
-    ) -> Floats:
-        """:meth:`spode_scores` with ``feature_weights``, shape ``(len(parents), K)``:
-        ``log P̂_i(y) + Σ_j w_j log P̂(x_j | y, x_i)``, the parent's own cell holding
-        ``P̂(x_i | y) = (N(y, x_i) + α) / (N_i(y) + α S_i)`` and
-        ``P̂_i(y) = (N_i(y) + α S_i) / (N_i + α K S_i)``
-        (:mod:`stream_nb.seminaive._feature_weights`).
-
-        ``weights`` are the children's ``w_j`` (all positive: weight-0 features are
-        left out of ``idx``), ``with_parent[p]`` the ``N_i(y)`` of parent ``p``
-        by class; ``α > 0`` in raw units.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> b = DenseBlock(n_classes=2)
-        >>> for items, k in [([("a", "u"), ("b", "x")], 0), ([("a", "v"), ("b", "x")], 1)]:
-        ...     _ = b.learn(items, {"a": None, "b": None}, k, 1.0)
-        >>> idx, cols = b.children([("a", "u"), ("b", "x")])
-        >>> ones = b.weighted_spode_scores(idx, cols, np.array([0]), 1.0, np.ones(2),
-        ...                                np.array([[1.0, 1.0]]))
-        >>> bool(np.allclose(ones, b.spode_scores(idx, cols, np.array([0]), 1.0)))
-        True
-        """
-        s = self.s
-        pi, pc = idx[parents], cols[parents]
-        d = self.vw.shape[0]
-        rows = self.counts_rows
-        ratio = rows.take(idx * d + pi[:, None], axis=0)
-        ratio += a
-        den = rows.take((cols + d) * d + pi[:, None], axis=0)
-        den += (a * s[cols])[:, None]
-        own = with_parent + (a * s[pc])[:, None]  # N_i(y) + α S_i
-        den[self.vectors(len(pi))[0], parents] = own
-        ratio /= den
-        out: Floats = weights @ np.log(ratio)
-        out += np.log(own / (self.fw[pc] + (a * self.n_classes) * s[pc])[:, None])
-        return out

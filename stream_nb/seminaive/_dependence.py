@@ -36,7 +36,8 @@ from stream_nb.seminaive._base import (
 )
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import dependence_scores
-from stream_nb.seminaive._known import normalise
+from stream_nb.seminaive._general import pair_terms
+from stream_nb.seminaive._known import Rows, normalise
 from stream_nb.seminaive._nodes import Node, add_node, count, load_node
 from stream_nb.seminaive._plan import Plan, family_terms
 from stream_nb.seminaive._segment import learn_run, run_scores
@@ -82,7 +83,7 @@ class _Dependence(_SemiNaive):
     Batches of known events (every value ``None`` or a string the dense block
     holds, no forgetting) go through the batch kernel
     (:meth:`predict_learn_columns`, :meth:`predict_learn_many`): each event is
-    scored from the block's log table and learned in turn, and a rebuild that
+    scored from the block's counts and learned in turn, and a rebuild that
     falls inside the batch happens after the event that triggers it, exactly
     as one event at a time.
 
@@ -91,7 +92,9 @@ class _Dependence(_SemiNaive):
     :mod:`stream_nb._mle`'s rule), one event at a time (no batch kernel).
     """
 
-    capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
+    capabilities = Capabilities(
+        informative_features=True, structure=True, column_kernel=True, kernel_records_delta=True
+    )
 
     def structure(self) -> dict[str, Any] | None:
         """The parents of each feature at the last rebuild (:meth:`Learner.structure`)."""
@@ -160,6 +163,36 @@ class _Dependence(_SemiNaive):
                 families[j] = self._families.get(j, {}) if old.get(j) == pa else {}
         self._parents = new
         self._families = families
+
+    def _learn_known_run(
+        self, rows: Rows, ks: Indices, ys: Sequence[Hashable], ws: Sequence[float]
+    ) -> None:
+        """:meth:`_SemiNaive._learn_known_run` with what :meth:`_after_learn` does after each
+        event: its family counts, and a structure rebuild right after the event that is
+        due for one."""
+        block = self._store.dense
+        assert block is not None
+        named = block.items
+        k_list = ks.tolist()
+        t, n = 0, len(ys)
+        while t < n:
+            seen = self._weight_seen
+            due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
+            stop, rebuild = n, False
+            for j in range(t, n):
+                seen += ws[j] * self._scale  # raw w × scale = the event's weight
+                if seen >= due:
+                    stop, rebuild = j + 1, True
+                    break
+            super()._learn_known_run(rows[t:stop], ks[t:stop], ys[t:stop], ws[t:stop])
+            if self._families:
+                for j in range(t, stop):
+                    self._count_families([named[a] for a in rows[j]], k_list[j], ws[j])
+            self._weight_seen = seen
+            if rebuild:
+                self.rebuild()
+                self._schedule()
+            t = stop
 
     def _after_learn(self, items: list[Item], y: Hashable, w: float) -> None:
         self._count_families(items, self._store.classes[y], w)
@@ -259,7 +292,7 @@ class _Dependence(_SemiNaive):
                 s = [v + log((r + a) / (c + sa)) for v, r, c in zip(s, row, node[0], strict=True)]
         if terms_at:
             assert block is not None
-            s = [v + t for v, t in zip(s, block.pair_terms(terms_at, a).tolist(), strict=True)]
+            s = [v + t for v, t in zip(s, pair_terms(block, terms_at, a).tolist(), strict=True)]
         return self._with_warmup(dict(zip(classes, s, strict=True)), warming)
 
     def _zero_alpha_scores(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
@@ -337,7 +370,7 @@ class _Dependence(_SemiNaive):
 
     def _predict_learn_known(
         self,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
@@ -348,7 +381,7 @@ class _Dependence(_SemiNaive):
         ``rows[i]`` are event ``i``'s items in the dense block (``parent_items``:
         unused, no super-parent here). Each event's
         terms (:class:`~stream_nb.seminaive._plan.Plan`) are one gather and sum
-        of the log table, plus its family terms; the class prior and the Naive
+        of the block's counts, plus its family terms; the class prior and the Naive
         Bayes denominators ``N(y, j) + α S_j`` come from prefix sums over the
         batch in event order (the same sums as one event at a time). A rebuild
         due after an event happens there and the rest of the batch uses the
@@ -370,8 +403,9 @@ class _Dependence(_SemiNaive):
             return None
         labels = list(store.class_weight)
         n = len(rows)
+        lists: list[list[int]] = rows.tolist() if isinstance(rows, np.ndarray) else rows
         ks = [-1 if y is None else classes[y] for y in ys]
-        prior, denominators = self._prefix_terms(rows, ks, ws)
+        prior, denominators = self._prefix_terms(lists, ks, ws)
         scores = np.zeros((n, len(labels)))
         naive = np.zeros((n, len(block.feat)))
         extra: dict[int, list[float]] = {}
@@ -383,13 +417,13 @@ class _Dependence(_SemiNaive):
                 continue
             self._weight_seen += w * self._scale  # raw w × scale = the event's weight
             if self._weight_seen >= due:
-                self._predict_learn_run(rows, ks, ws, start, t + 1, uniform, scores, naive, extra)
+                self._predict_learn_run(lists, ks, ws, start, t + 1, uniform, scores, naive, extra)
                 self.rebuild()
                 self._schedule()
                 due = self._next_rebuild * (1.0 - COUNT_TOLERANCE)
                 start = t + 1
         if start < n:
-            self._predict_learn_run(rows, ks, ws, start, n, uniform, scores, naive, extra)
+            self._predict_learn_run(lists, ks, ws, start, n, uniform, scores, naive, extra)
         self.n_learned += sum(k >= 0 for k in ks)
         scores += prior
         scores -= np.einsum("tc,tck->tk", naive, denominators)
@@ -416,7 +450,7 @@ class _Dependence(_SemiNaive):
         A run of ``uniform`` events (same columns, no family counts, every parent
         item qualifying already: weights only grow) goes through
         :func:`~stream_nb.seminaive._segment.run_scores` at once, anything else
-        one event at a time from the log table.
+        one event at a time from the block's counts.
         """
         block = self._store.dense
         assert block is not None
@@ -429,8 +463,7 @@ class _Dependence(_SemiNaive):
                 positions = np.flatnonzero(self._parent_at(plan, items) < 0)
                 naive[start:stop, block.col_of[items[0, positions]]] = 1.0
                 return
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)  # no forgetting: α in raw units is α
+        block.prepare(self.alpha)  # no forgetting: α in raw units is α
         a = self.alpha
         vw, s, col_of, named = block.vw, block.s, block.col_of, block.items
 
@@ -443,13 +476,19 @@ class _Dependence(_SemiNaive):
         def n_values(item: int) -> float:
             return float(s[col_of[item]])
 
-        table = block.table_cells
+        counts = block.counts_rows
+        offsets = block.offsets
+        n_items = block.vw.shape[0]
         learn = self._store.learn_known
         labels = list(self._store.classes)
+        log = np.log
         for t in range(start, stop):
             idx = rows[t]
-            at, nb, nodes = plan.rows(idx, qualifies, enough)
-            np.add.reduce(table.take(at, axis=0), axis=0, out=scores[t])
+            at, signs, nb, nodes = plan.rows(idx, qualifies, enough)
+            cells = np.array(at, dtype=np.intp)
+            terms = counts.take(cells, axis=0)  # (the count, then + α or + α S_j)
+            terms += offsets.take(cells // n_items)[:, None]
+            np.add.reduce(log(terms, out=terms) * np.array(signs)[:, None], axis=0, out=scores[t])
             naive[t, nb] = 1.0
             if nodes:
                 extra[t] = family_terms(nodes, named, n_values, a)
@@ -489,8 +528,8 @@ class _Dependence(_SemiNaive):
         out += run_scores(block, items, self._parent_at(plan, items), weights, self.alpha)
         learn_run(block, items, k_of, w_of)
         labels = list(store.classes)
-        rows = items.tolist()
-        store.learned_known(rows, [labels[k] if k >= 0 else None for k in ks], list(ws))
+        ys = [labels[k] if k >= 0 else None for k in ks]
+        store.learned_known(items[learned], k_of[learned], ys, ws)
 
     def _prefix_terms(
         self, rows: list[list[int]], ks: list[int], ws: Sequence[float]
@@ -647,13 +686,16 @@ class _Dependence(_SemiNaive):
         return sum(map(len, self._parents.values())) + _nodes.size(self._families)
 
 
-def _uniform(block: DenseBlock, rows: list[list[int]]) -> Indices | None:
+def _uniform(block: DenseBlock, rows: Rows) -> Indices | None:
     """The batch's items as a ``(B, d)`` array when every event fills the same columns in
     the same order, else ``None``."""
-    d = len(rows[0])
-    if any(len(idx) != d for idx in rows):
-        return None
-    items = np.array(rows, dtype=np.intp)
+    if isinstance(rows, np.ndarray):
+        items = rows
+    else:
+        d = len(rows[0])
+        if any(len(idx) != d for idx in rows):
+            return None
+        items = np.array(rows, dtype=np.intp)
     columns = block.col_of[items]
     if not (columns == columns[0]).all():
         return None

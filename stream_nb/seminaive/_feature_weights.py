@@ -23,9 +23,9 @@ holding it is not used). Predictions then do not depend on the feature at all,
 while its counts are still learned; SPODE and AODE predict exactly as a model
 that never saw it (TAN and KDB still choose their structure with it).
 
-These scores are computed one event at a time (no log table and no batch
+These scores are computed one event at a time (no known-event path and no batch
 kernel): for SPODE and AODE with ``α > 0`` and a dense block, every SPODE at
-once from the block (:meth:`~stream_nb.seminaive._dense.DenseBlock.weighted_spode_scores`),
+once from the block (:func:`~stream_nb.seminaive._general.weighted_spode_scores`),
 otherwise from the counts with :class:`~stream_nb.seminaive._zero.ZeroScore`.
 """
 
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._general import weighted_spode_scores
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
 
@@ -129,7 +130,8 @@ def _dense_spodes(
     classes: list[Hashable],
 ) -> tuple[list[Hashable], Floats] | None:
     """The qualifying parents' features and their weighted SPODEs from the dense block
-    (:meth:`DenseBlock.weighted_spode_scores`, ``α > 0``); ``None``: no parent."""
+    (:func:`~stream_nb.seminaive._general.weighted_spode_scores`, ``α > 0``); ``None``:
+    no parent."""
     feat = block.feat
     kept = [item for item in items if item[0] in feat and weights.get(item[0], 1.0)]
     idx, cols = block.children(kept)
@@ -146,7 +148,7 @@ def _dense_spodes(
     present = model._store.categorical.present
     with_parent = np.array([[present[f].get(y, 0.0) for y in classes] for f in features])
     child_weights = np.array([weights.get(f, 1.0) for f, _v in kept])
-    spodes = block.weighted_spode_scores(idx, cols, parents, a, child_weights, with_parent)
+    spodes = weighted_spode_scores(block, idx, cols, parents, a, child_weights, with_parent)
     return features, spodes
 
 

@@ -24,12 +24,22 @@ import numpy as np
 from stream_nb._softmax import ABSORB
 from stream_nb.seminaive._dense import Floats, Indices
 
-__all__ = ["Bins", "known_items", "normalise", "rows_from_columns", "rows_from_dicts"]
+__all__ = [
+    "Bins",
+    "Rows",
+    "known_items",
+    "known_run",
+    "normalise",
+    "rows_from_columns",
+]
 
 Codes = Mapping[Hashable, Mapping[str, int]]
 
 #: Feature -> (its frozen cut points, bin -> the block's item of that bin).
 Bins = Mapping[Hashable, tuple[Sequence[float], Mapping[int, int]]]
+
+#: Events' items: one list per event, or a ``(B, d)`` array when every event has ``d``.
+Rows = list[list[int]] | Indices
 
 #: Integers converted to a double without rounding (numpy and ``bisect`` then agree).
 _EXACT_INT = 2**53
@@ -77,27 +87,37 @@ def known_items(codes: Codes, x: Mapping[Any, Any], bins: Bins | None = None) ->
     return [a for a in found if a is not None]
 
 
-def rows_from_dicts(
+def known_run(
     codes: Codes,
     xs: Sequence[Mapping[Any, Any]],
+    start: int,
     parent: Hashable | None,
     bins: Bins | None = None,
-) -> tuple[list[list[int]], list[int | None]] | None:
-    """Each event's items and its item of feature ``parent`` (``None``: absent, missing,
-    or no ``parent``); ``None`` unless every event is a known, non-empty ``dict``."""
+) -> tuple[list[list[int]], list[int | None]]:
+    """The longest run of known, non-empty ``dict`` events from ``xs[start]`` on: each
+    event's items and its item of feature ``parent`` (``None``: absent, missing, or no
+    ``parent``); empty lists when ``xs[start]`` is not one.
+
+    Examples
+    --------
+    >>> codes = {"a": {"u": 1, "v": 2}}
+    >>> known_run(codes, [{"a": "w"}, {"a": "u"}, {"a": "v"}, {"a": "w"}], 1, "a")
+    ([[1], [2]], [1, 2])
+    """
     rows = []
-    for x in xs:
+    for x in xs[start:]:
         if x.__class__ is not dict:
-            return None
+            break
         idx = known_items(codes, x, bins)
         if not idx:
-            return None
+            break
         rows.append(idx)
     if parent is None:
         return rows, [None] * len(rows)
     of_parent = codes.get(parent)
     binned = None if bins is None else bins.get(parent)
-    return rows, [_item(of_parent, binned, x.get(parent)) for x in xs]
+    stop = start + len(rows)
+    return rows, [_item(of_parent, binned, x.get(parent)) for x in xs[start:stop]]
 
 
 def rows_from_columns(
@@ -106,10 +126,24 @@ def rows_from_columns(
     columns: Sequence[Sequence[Any]],
     parent: Hashable | None,
     bins: Bins | None = None,
-) -> tuple[list[list[int]], list[int | None]] | None:
-    """:func:`rows_from_dicts` for events given as columns (``names[j]`` holds ``columns[j]``)."""
+) -> tuple[Rows, list[int | None]] | None:
+    """Each event's items and its item of feature ``parent`` (as :func:`known_run`) for
+    events given as columns (``names[j]`` holds ``columns[j]``); ``None`` unless every
+    event is known and non-empty. With no value missing the items come as one
+    ``(B, d)`` array.
+
+    Examples
+    --------
+    >>> codes = {"a": {"u": 1, "v": 2}, "b": {"p": 3}}
+    >>> rows, _ = rows_from_columns(codes, ("a", "b"), [["u", "v"], ["p", "p"]], None)
+    >>> rows.tolist()
+    [[1, 3], [2, 3]]
+    >>> rows_from_columns(codes, ("a", "b"), [["u", "v"], ["p", None]], "a")
+    ([[1, 3], [2]], [1, 2])
+    """
     mapped: list[list[int | None]] = []
     ats: list[int | None] | None = None
+    full = True
     for name, column in zip(names, columns, strict=True):
         of = codes.get(name)
         binned = None if bins is None else bins.get(name)
@@ -124,11 +158,15 @@ def rows_from_columns(
                 items = [_item(of, binned, v) for v in column]
             except (KeyError, TypeError):
                 return None
+            full = full and None not in items
         mapped.append(items)
         if name == parent:
             ats = items
     if not mapped:
         return None
+    if full:
+        array = np.array(mapped, dtype=np.intp).T.copy()
+        return array, [None] * len(array) if ats is None else ats
     rows = [[a for a in row if a is not None] for row in zip(*mapped, strict=True)]
     if not all(rows):
         return None

@@ -17,6 +17,7 @@ from stream_nb.seminaive._nodes import Node
 __all__ = ["Plan", "family_terms"]
 
 _log = math.log
+_PAIR = (1.0, -1.0)  # the signs of a pair term's two rows
 
 
 class Plan:
@@ -42,7 +43,7 @@ class Plan:
     >>> plan = Plan({"b": ("a",)}, {}, {"a": 0, "b": 1}, [("", ""), ("a", "u"), ("b", "v")],
     ...             [0, 0, 1], n_items=4)
     >>> plan.rows([1, 2], lambda item: True, lambda node: True)
-    ([5, 9, 21], [0], [])
+    ([5, 9, 21], [1.0, 1.0, -1.0], [0], [])
     """
 
     __slots__ = ("col_of", "families", "items", "n_items", "parent_cols")
@@ -78,14 +79,15 @@ class Plan:
         idx: list[int],
         qualifies: Callable[[int], bool],
         enough: Callable[[Node], bool],
-    ) -> tuple[list[int], list[int], list[tuple[int, Node]]]:
-        """The log-table rows of an event of items ``idx``, the columns scored by Naive
-        Bayes, and ``(item, family node)`` of the features scored by family counts.
+    ) -> tuple[list[int], list[float], list[int], list[tuple[int, Node]]]:
+        """The count rows (``slot · D + parent``) of an event of items ``idx`` and the sign
+        of each row's log, the columns scored by Naive Bayes, and ``(item, family node)``
+        of the features scored by family counts.
 
         A feature with parents takes the first parent present whose item
-        ``qualifies`` (``N(x_p) ≥ min_parent_count``): two rows, ``log(N(y, x_p,
+        ``qualifies`` (``N(x_p) ≥ min_parent_count``): two rows, ``+log(N(y, x_p,
         x_j) + α)`` and ``−log(N(y, x_p, j) + α S_j)``. Naive Bayes takes the row
-        ``log(N(y, x_j) + α)``; its denominator ``N(y, j) + α S_j`` is the caller's.
+        ``+log(N(y, x_j) + α)``; its denominator ``N(y, j) + α S_j`` is the caller's.
         A family node scores its feature when every parent is present and
         ``enough(node)`` (weight ``≥ min_parent_count``).
         """
@@ -95,6 +97,7 @@ class Plan:
         parent_cols = self.parent_cols
         families = self.families
         rows: list[int] = []
+        signs: list[float] = []
         naive: list[int] = []
         nodes: list[tuple[int, Node]] = []
         for a in idx:
@@ -119,14 +122,17 @@ class Plan:
                     if p is not None and qualifies(p):
                         rows.append(a * d + p)
                         rows.append((d + c) * d + p)
+                        signs += _PAIR
                         break
                 else:
                     rows.append(a * d + a)
+                    signs.append(1.0)
                     naive.append(c)
                 continue
             rows.append(a * d + a)
+            signs.append(1.0)
             naive.append(c)
-        return rows, naive, nodes
+        return rows, signs, naive, nodes
 
 
 def family_terms(

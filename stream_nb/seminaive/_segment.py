@@ -89,12 +89,14 @@ def run_scores(
 
 def learn_run(block: DenseBlock, items: Indices, ks: Indices, ws: Floats) -> None:
     """Add the learned events of a run (``ks[t] >= 0``) to the block's counts, in event
-    order, as :meth:`DenseBlock.learn_known` one at a time would; the log table is dropped."""
+    order, as :meth:`DenseBlock.learn_known` one at a time would."""
     learned = ks >= 0
     items, ks, ws = items[learned], ks[learned], ws[learned]
     if not len(items):
         return
     n, d = items.shape
+    if d != len(block.feat) and block.complete:
+        block.end_complete()
     n_items = block.vw.shape[0]
     n_classes = block.n_classes
     slots = block.slots[:, items].transpose(1, 0, 2).reshape(n, 2 * d)  # (n, 2d)
@@ -103,4 +105,3 @@ def learn_run(block: DenseBlock, items: Indices, ks: Indices, ws: Floats) -> Non
     np.add.at(block.weights, slots.reshape(-1), np.repeat(ws, 2 * d))
     columns = slots[:, d:] - n_items
     np.add.at(block.fy_flat, (columns * n_classes + ks[:, None]).reshape(-1), np.repeat(ws, d))
-    block.table = None

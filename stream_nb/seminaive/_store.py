@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -119,10 +118,12 @@ class PairStore:
         "_categorical",
         "_deferred",
         "_feature_weight",
+        "_n_deferred",
         "_sparse",
         "_value_weight",
         "classes",
         "dense",
+        "lazy_columns",
         "max_pair_features",
         "pair_features",
         "want_dense",
@@ -137,10 +138,14 @@ class PairStore:
         self._categorical = CategoricalStatistics(max_values_per_feature, missing=_NO_MISSING)
         self._feature_weight: dict[Hashable, float] = {}
         self._value_weight: dict[Hashable, dict[Hashable, float]] = {}
-        # events learned by learn_known whose single counts are only in the block yet
-        self._deferred: list[tuple[list[int], int]] = []
+        # events learned by learn_known whose single counts are only in the block yet:
+        # (items, class index) of one event, or (items (n, d), class indices (n,)) of a batch
+        self._deferred: list[tuple[Any, Any]] = []
+        self._n_deferred = 0
         self._sparse: dict[Item, dict[Hashable, Node]] = {}
         self.want_dense = dense
+        # the blocks' lazy_columns (see _dense; set by a learner that scores from the block)
+        self.lazy_columns = False
         self.dense: DenseBlock | None = DenseBlock(0) if dense else None
         self.classes: dict[Hashable, int] = {}  # class -> index in every count vector
         # features with pair counts: the first ``max_pair_features`` learned (ordered set)
@@ -194,15 +199,68 @@ class PairStore:
         ``N_i`` and ``N(y, i)`` in the order the dictionaries would have, so
         the values copied are those eager updates would hold; a class new to a
         feature or value is inserted where its first event would have put it.
+        When the deferred events outnumber the block's counts, every nonzero
+        count of the block is copied instead (the same values: a count the
+        deferred events did not touch is already in the dictionaries), unless
+        some class is new to a feature or value.
         """
         deferred = self._deferred
+        n_deferred = self._n_deferred
         self._deferred = []
+        self._n_deferred = 0
         block = self.dense
         assert block is not None
+        if n_deferred * 4 < len(block.index) * block.n_classes or not self._copy_block(block):
+            self._copy_in_order(block, deferred)
+
+    def _copy_block(self, block: DenseBlock) -> bool:
+        """Copy every nonzero single count of the block into the dictionaries; ``False``
+        (some copied, the same values) if some class is new to a feature or value there."""
+        labels = list(self.classes)
+        named = block.items
+        categorical = self._categorical
+        present, counts = categorical.present, categorical.counts
+        n = len(block.index)
+        items = np.arange(1, n + 1)
+        diagonal = block.diagonal(items)  # (n, K): N(y, x_i)
+        aa, kk = np.nonzero(diagonal)
+        for a, k, w in zip((aa + 1).tolist(), kk.tolist(), diagonal[aa, kk].tolist(), strict=True):
+            f, v = named[a]
+            by_class = counts[f][v]
+            y = labels[k]
+            if y not in by_class:
+                return False
+            by_class[y] = w
+        columns = {c: f for f, c in block.feat.items()}
+        fy = block.fy[: len(columns)]
+        cc, kk = np.nonzero(fy)
+        for c, k, w in zip(cc.tolist(), kk.tolist(), fy[cc, kk].tolist(), strict=True):
+            by_class = present[columns[c]]
+            y = labels[k]
+            if y not in by_class:
+                return False
+            by_class[y] = w
+        value_weight, feature_weight = self._value_weight, self._feature_weight
+        for a, w in zip(range(1, n + 1), block.vw[1 : n + 1].tolist(), strict=True):
+            f, v = named[a]
+            value_weight[f][v] = w
+        for c, w in enumerate(block.fw[: len(columns)].tolist()):
+            feature_weight[columns[c]] = w
+        return True
+
+    def _copy_in_order(self, block: DenseBlock, deferred: list[tuple[Any, Any]]) -> None:
+        """Copy the single counts the ``deferred`` events touched, new keys in the order
+        of their first event."""
         n_classes = block.n_classes
-        lengths = np.fromiter((len(idx) for idx, _k in deferred), np.intp, len(deferred))
-        items = np.fromiter(chain.from_iterable(idx for idx, _k in deferred), np.intp)
-        ks = np.repeat(np.fromiter((k for _idx, k in deferred), np.intp, len(deferred)), lengths)
+        items = np.concatenate([np.ravel(idx) for idx, _k in deferred]).astype(np.intp)
+        ks = np.concatenate(
+            [
+                np.full(len(idx), k, dtype=np.intp)
+                if isinstance(k, int)
+                else np.repeat(k, idx.shape[1])
+                for idx, k in deferred
+            ]
+        )
         keys, first = np.unique(items * n_classes + ks, return_index=True)
         keys = keys[np.argsort(first, kind="stable")]  # in order of first appearance
         aa, kk = np.divmod(keys, n_classes)
@@ -211,7 +269,7 @@ class PairStore:
         named = block.items
         categorical = self._categorical
         present, counts = categorical.present, categorical.counts
-        diagonal = block.counts[aa, aa, kk].tolist()
+        diagonal = block.diagonal(aa)[np.arange(len(aa)), kk].tolist()
         by_feature = block.fy[cc, kk].tolist()
         for a, k, n, n_f in zip(aa.tolist(), kk.tolist(), diagonal, by_feature, strict=True):
             f, v = named[a]
@@ -270,7 +328,7 @@ class PairStore:
         """Move the pair counts into a dense block if wanted and small enough."""
         if not self.want_dense:
             return
-        block = DenseBlock(len(self.classes))
+        block = DenseBlock(len(self.classes), self.lazy_columns)
         categorical = self.categorical
         if block.load(
             categorical.counts,
@@ -316,29 +374,31 @@ class PairStore:
         class_weight[y] = class_weight.get(y, 0.0) + w
         categorical.total_weight += w
         dense.learn_known(idx, k, w)
-        deferred = self._deferred
-        deferred.append((idx, k))
-        if len(deferred) >= MAX_DEFERRED:
+        self._deferred.append((idx, k))
+        self._n_deferred += 1
+        if self._n_deferred >= MAX_DEFERRED:
             self._flush()
 
     def learned_known(
-        self, rows: list[list[int]], ys: Sequence[Hashable | None], ws: Sequence[float]
+        self, items: Any, ks: Any, ys: Sequence[Hashable | None], ws: Sequence[float]
     ) -> None:
         """Count events the dense block has learned already (as :meth:`learn_known` would,
-        less the block): ``rows[i]`` items, label ``ys[i]`` (``None``: not learned)."""
+        less the block): ``items`` (an ``(n, d)`` array) of the learned events, their
+        class indices ``ks`` (an array), and every event's label ``ys[i]`` (``None``: not
+        learned) and weight."""
         categorical = self._categorical
         class_weight = categorical.class_weight
         total = categorical.total_weight
-        deferred = self._deferred
-        classes = self.classes
-        for idx, y, w in zip(rows, ys, ws, strict=True):
+        for y, w in zip(ys, ws, strict=True):
             if y is not None:
-                class_weight[y] = class_weight.get(y, 0.0) + w
+                class_weight[y] += w
                 total += w
-                deferred.append((idx, classes[y]))
         categorical.total_weight = total
-        if len(deferred) >= MAX_DEFERRED:
-            self._flush()
+        if len(ks):
+            self._deferred.append((items, ks))
+            self._n_deferred += len(ks)
+            if self._n_deferred >= MAX_DEFERRED:
+                self._flush()
 
     def learn(self, items: list[Item], y: Hashable, w: float) -> None:
         """Add one (already discretised) event: ``items`` are its present ``(feature, value)``.

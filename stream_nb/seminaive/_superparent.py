@@ -14,35 +14,41 @@ add their Naive Bayes term to every SPODE.
 Weighted AODE mixes the SPODEs with the weights of
 :meth:`_SuperParent._parent_weights` (:mod:`stream_nb.seminaive._weights`); with
 ``alpha = 0`` the scores are :mod:`stream_nb.seminaive._zero`'s (one event at
-a time, no log table or batch kernel).
+a time, no known-event path or batch kernel).
 
 Three paths compute these same formulas:
 
-* **known events** (every value ``None`` or a string the dense block holds,
-  no forgetting): scored from the block's log table and learned with
-  :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
+* **known events** (every value ``None`` or a string the dense block holds):
+  every SPODE one product of ratios of the block's counts
+  (:mod:`stream_nb.seminaive._fast`, :mod:`stream_nb.seminaive._products`), learned
+  with :meth:`~stream_nb.seminaive._store.PairStore.learn_known`, no encoding;
 * **batches of known events**: the batch kernel
   (:meth:`_SuperParent.predict_learn_columns`, :meth:`_SuperParent.predict_learn_many`),
   prequential like one event at a time;
-* **everything else** (new values, numbers to discretise, forgetting, sparse
-  counts): encoding, then the dense or sparse scores below.
+* **everything else** (new values, numbers to discretise one event at a time,
+  sparse counts): encoding, then the dense (:mod:`stream_nb.seminaive._general`)
+  or sparse scores below.
+
+With forgetting the first two score in raw units (α / scale), as the third.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError, InvalidEventError
+from stream_nb._softmax import log_softmax
+from stream_nb._state import LABEL_TYPES
 from stream_nb.base import Capabilities
-from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import _SemiNaive
-from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
+from stream_nb.seminaive._dense import DenseBlock, Floats
+from stream_nb.seminaive._fast import items_of, known_scores, known_spodes, predict_learn_known
 from stream_nb.seminaive._feature_weights import superparent_scores
-from stream_nb.seminaive._known import known_items, normalise
+from stream_nb.seminaive._general import spode_scores
+from stream_nb.seminaive._known import Rows, known_items
 from stream_nb.seminaive._store import OTHER, Item
 from stream_nb.seminaive._zero import ZeroScore, mix
 
@@ -63,7 +69,14 @@ Child = tuple[Hashable, Hashable, float, float]
 class _SuperParent(_SemiNaive):
     """Base of SPODE and AODE: the averaged one-dependence score (see the module docstring)."""
 
-    capabilities = Capabilities(informative_features=True, column_kernel=True)
+    capabilities = Capabilities(
+        informative_features=True, column_kernel=True, kernel_records_delta=True
+    )
+
+    # whether the options allow the known-event path (see _fast.known_ready; set on first use)
+    _known_options: bool | None = None
+    # (x, block, its items, its keys, its values) of the last known prediction
+    _last_event: tuple[Any, ...] | None = None
 
     def _super_parent(self) -> Hashable | None:
         """Hook: the one super-parent feature (SPODE), or ``None``: every qualifying one (AODE)."""
@@ -71,7 +84,7 @@ class _SuperParent(_SemiNaive):
 
     def _weighted(self) -> bool:
         """Hook: whether the SPODEs are mixed with :meth:`_parent_weights` (weighted AODE)
-        rather than uniformly; the log table and the batch kernel are then not used."""
+        rather than uniformly; the batch kernel is then not used."""
         return False
 
     def _parent_weights(self, features: list[Hashable]) -> list[float]:
@@ -89,18 +102,13 @@ class _SuperParent(_SemiNaive):
             return self._zero_alpha_scores(x)
         if self._weighted():
             return self._weighted_scores(x)
-        block = store.dense
-        if block is not None and self._gamma is None:
-            idx = known_items(block.codes, x)
-            if idx:
-                parent = self._super_parent()
-                at = None
-                if parent is not None:
-                    value = cast(Mapping[Any, Any], x).get(parent)
-                    at = None if value is None else block.codes[parent].get(value)
-                table = self._table_scores(block, idx, parent, at)
-                if table is not None:
-                    return dict(zip(class_weight, table, strict=True))
+        found = known_scores(self, x)
+        if found is not None:
+            values, divisor = found
+            if divisor is not None:
+                shift = _log(divisor)
+                values = [_log(v) - shift for v in values]
+            return dict(zip(class_weight, values, strict=True))
         class_weight = store.categorical.class_weight
         warming: dict[Hashable, float] = {}
         items = self._encode(x, False, warming)
@@ -126,21 +134,19 @@ class _SuperParent(_SemiNaive):
         the weights of :meth:`_parent_weights` (all 0: uniform weights instead).
 
         A known event (see :mod:`~stream_nb.seminaive._known`, no forgetting) takes
-        its SPODEs from the log table, anything else from the counts."""
+        its SPODEs from the dense block (:func:`~stream_nb.seminaive._fast.known_spodes`), anything
+        else from the counts."""
         store = self._store
         block = store.dense
         if block is not None and self._gamma is None:
             idx = known_items(block.codes, x)
             if idx:
-                if block.table is None or block.alpha != self.alpha:
-                    block.build_table(self.alpha)
-                ii, sums, den = block.table_scores(idx)
+                ii, spodes = known_spodes(self, block, idx)
                 keep = block.vw.take(ii) >= self._raw_threshold()
                 if keep.any():  # else no parent: the general path falls back
                     named = block.items
                     features = [named[a][0] for a in ii[keep].tolist()]
-                    spodes = sums[keep] - np.log(den[keep])[:, None]
-                    mixed = self._mix_weighted(features, spodes)
+                    mixed = self._mix_weighted(features, spodes[keep])
                     return dict(zip(store.class_weight, mixed, strict=True))
         warming: dict[Hashable, float] = {}
         items = self._encode(x, False, warming)
@@ -243,7 +249,7 @@ class _SuperParent(_SemiNaive):
                 return None
             named = block.items
             features = [named[a_][0] for a_ in idx[parents].tolist()]
-            return features, block.spode_scores(idx, cols, parents, a)
+            return features, spode_scores(block, idx, cols, parents, a)
         chosen = self._parents(items, None)
         if not chosen:
             return None
@@ -252,88 +258,41 @@ class _SuperParent(_SemiNaive):
         rows = [self._spode(p, children, classes, a, chunk) for p in chosen]
         return [f for f, _v in chosen], np.array(rows)
 
-    def _table_scores(
-        self, block: DenseBlock, idx: list[int], parent: Hashable | None, at: int | None
-    ) -> list[float] | None:
-        """The scores of an event whose items are all known (``idx``) from the log table;
-        ``None`` when no parent qualifies (the general path then falls back).
-
-        ``parent`` is :meth:`_super_parent`; with one, ``at`` is the event's item
-        of that feature (``None``: absent or missing).
-        """
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)  # no forgetting: α in raw units is α
-        if parent is not None and at is None:
-            return None
-        ii, sums, den = block.table_scores(idx)
-        threshold = self._raw_threshold()
-        if at is not None:
-            position = idx.index(at)
-            if block.vw[ii[position]] < threshold:
-                return None
-            out: list[float] = (sums[position] - _log(den[position])).tolist()
-            return out
-        total = _total(block, ii, sums, den, threshold)
-        if total is None:
-            return None
-        if total.min() > 0.0:
-            out = np.log(total).tolist()
-            return out
-        sums -= np.log(den)[:, None]  # Σ exp underflows: shifted by the max
-        return _sum_dense(sums, block)
-
-    def _table_total(self, x: Mapping[str, Any]) -> tuple[list[Hashable], Floats] | None:
-        """AODE's ``Σ_i exp(SPODE_i(y))`` by class for a known event, from the log table;
-        ``None`` for anything else (SPODE, forgetting, an unknown value, no parent, a
-        class whose sum underflows)."""
-        store = self._store
-        block = store.dense
-        if block is None or self._gamma is not None or not store.class_weight:
-            return None
-        if self._super_parent() is not None or self._weighted() or self.alpha == 0.0:
-            return None
-        if self._score_weights is not None:
-            return None
-        idx = known_items(block.codes, x)
-        if not idx:
-            return None
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)
-        total = _total(block, *block.table_scores(idx), self._raw_threshold())
-        if total is None or not total.min() > 0.0:
-            return None
-        return list(store.class_weight), total
-
     def predict_log_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_log_proba_one`; a known event straight from the log table."""
+        """:meth:`Learner.predict_log_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
-            found = self._table_total(x)
+            found = known_scores(self, x)
             if found is not None:
-                labels, total = found
-                total /= total.sum()
-                return dict(zip(labels, np.log(total).tolist(), strict=True))
+                values, divisor = found
+                labels = self._store.class_weight
+                if divisor is not None:
+                    log_total = _log(sum(values))
+                    return dict(zip(labels, [_log(v) - log_total for v in values], strict=True))
+                return log_softmax(dict(zip(labels, values, strict=True)))
         return super().predict_log_proba_one(x)
 
     def predict_proba_one(self, x: Mapping[str, Any]) -> dict[Hashable, float]:
-        """:meth:`Learner.predict_proba_one`; a known event straight from the log table."""
+        """:meth:`Learner.predict_proba_one`; a known event straight from the dense block."""
         if x.__class__ is dict:
-            found = self._table_total(x)
+            found = known_scores(self, x)
             if found is not None:
-                labels, total = found
-                total /= total.sum()
-                return dict(zip(labels, total.tolist(), strict=True))
+                values, divisor = found
+                labels = self._store.class_weight
+                if divisor is not None:
+                    total = sum(values)
+                    return dict(zip(labels, [v / total for v in values], strict=True))
+                log_proba = log_softmax(dict(zip(labels, values, strict=True)))
+                return {c: _exp(v) for c, v in log_proba.items()}
         return super().predict_proba_one(x)
 
     # ------------------------------------------------------------------ batch kernel
     def _batch_ready(self) -> bool:
         """Whether the batch kernel may take a batch: the class declares it
-        (``capabilities.column_kernel``), there is a dense block, no forgetting (α fixed in
-        raw units), :meth:`_parent_fixed`, not :meth:`_weighted`, ``α > 0`` and no
-        ``feature_weights``."""
+        (``capabilities.column_kernel``), there is a dense block, :meth:`_parent_fixed`,
+        not :meth:`_weighted`, ``α > 0`` and no ``feature_weights``."""
         return (
             type(self).capabilities.column_kernel
             and self._store.dense is not None
-            and self._gamma is None
             and self._parent_fixed()
             and not self._weighted()
             and self.alpha > 0.0
@@ -349,97 +308,34 @@ class _SuperParent(_SemiNaive):
 
     def _predict_learn_known(
         self,
-        rows: list[list[int]],
+        rows: Rows,
         parent_items: list[int | None],
         ys: Sequence[Hashable | None],
         ws: Sequence[float],
     ) -> tuple[list[Hashable], Floats, Any] | None:
-        """The batch kernel: predict then learn each known event in turn, as
-        :meth:`predict_log_proba_one` then :meth:`learn_one` would.
+        """The batch kernel (:func:`~stream_nb.seminaive._fast.predict_learn_known`)."""
+        return predict_learn_known(self, rows, parent_items, ys, ws)
 
-        ``rows[i]`` are event ``i``'s items in the dense block,
-        ``parent_items[i]`` its item of the super-parent feature (SPODE). Each
-        event is scored from the log table (or the Naive Bayes fallback) and
-        learned with :meth:`PairStore.learn_known`; the scores are normalised
-        at the end, all rows at once. ``None`` (nothing changed) unless the
-        model has learned something and every label is ``None`` or a known
-        class with a valid weight.
-        """
-        store = self._store
-        block = store.dense
-        classes = store.classes
-        if block is None or not store.class_weight:
-            return None
-        try:
-            if not all(y is None or y in classes for y in ys):
-                return None
-            for w in ws:
-                if w != 1.0:
-                    check_weight(w)
-        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
-            return None
-        labels = list(store.class_weight)
-        parent = self._super_parent()
-        jll_uniform = self._uniform_batch(block, rows, parent_items, ys, ws)
-        if jll_uniform is not None:
-            log_proba, best = normalise(jll_uniform)
-            return labels, log_proba, best
-        scores = self._table_scores
-        learn = store.learn_known
-        jll = []
-        learned = 0
-        for idx, at, y, w in zip(rows, parent_items, ys, ws, strict=True):
-            row = scores(block, idx, parent, at)
-            if row is None:
-                fallback = self._fallback([block.items[a] for a in idx])
-                row = [fallback[c] for c in labels]
-            jll.append(row)
-            if y is not None:
-                learn(idx, y, classes[y], w)
-                learned += 1
-        self.n_learned += learned
-        log_proba, best = normalise(np.array(jll))
-        return labels, log_proba, best
-
-    def _uniform_batch(
-        self,
-        block: DenseBlock,
-        rows: list[list[int]],
-        parent_items: list[int | None],
-        ys: Sequence[Hashable | None],
-        ws: Sequence[float],
-    ) -> Floats | None:
-        """The batch's scores with every event's items in one array
-        (:meth:`DenseBlock.predict_learn_uniform`), when every event has as many items,
-        every item qualifies as a parent already and (SPODE) every event has the
-        parent; ``None`` (nothing changed) otherwise."""
-        d = len(rows[0])
-        if any(len(idx) != d for idx in rows):
-            return None
-        items = np.array(rows, dtype=np.intp)
-        if block.vw[items].min() < self._raw_threshold():  # (weights only grow in a batch)
-            return None
-        if block.table is None or block.alpha != self.alpha:
-            block.build_table(self.alpha)
-        at = None
-        if self._super_parent() is not None:
-            if None in parent_items:
-                return None
-            at = np.argmax(items == np.array(parent_items, dtype=np.intp)[:, None], axis=1)
-        store = self._store
-        classes = store.classes
-        ks = np.array([-1 if y is None else classes[y] for y in ys], dtype=np.intp)
-        scores = block.predict_learn_uniform(items, ks, np.array(ws, dtype=np.float64))
-        store.learned_known(rows, ys, ws)
-        self.n_learned += int((ks >= 0).sum())
-        if at is not None:
-            out: Floats = scores[np.arange(len(rows)), at]
-            return out
-        top = scores.max(axis=1)
-        scores -= top[:, None, :]
-        np.exp(scores, out=scores)
-        jll: Floats = top + np.log(np.add.reduce(scores, axis=1))
-        return jll
+    def learn_one(self, x: Mapping[str, Any], y: Hashable, w: float = 1.0) -> None:
+        """:meth:`Learner.learn_one`; a known event of a known class with weight 1, without
+        forgetting or a tracked delta, straight into the dense block (the same counts)."""
+        if (
+            w == 1.0
+            and x.__class__ is dict
+            and y.__class__ in LABEL_TYPES
+            and self._delta is None
+            and self._gamma is None
+        ):
+            store = self._store
+            block = store.dense
+            k = store.classes.get(y)
+            if block is not None and k is not None:  # (a learned class: a valid label)
+                idx = items_of(self, block, x)
+                if idx:
+                    store.learn_known(idx, y, k, 1.0)
+                    self.n_learned += 1
+                    return
+        super().learn_one(x, y, w)
 
     def _learn(self, x: Mapping[str, Any], y: Hashable, w: float) -> None:
         store = self._store
@@ -577,7 +473,7 @@ class _SuperParent(_SemiNaive):
                 return None
         if not len(parents):
             return None
-        return block.spode_scores(idx, cols, parents, a)
+        return spode_scores(block, idx, cols, parents, a)
 
     def _naive_terms(
         self, items: list[Item], classes: list[Hashable], a: float
@@ -616,22 +512,6 @@ class _SuperParent(_SemiNaive):
         if f >= 1.0:
             return len(children)
         return max(1, int(_LOG_SAFE_PRODUCT / _log(f)))
-
-
-def _total(
-    block: DenseBlock, items: Indices, sums: Floats, den: Floats, threshold: float
-) -> Floats | None:
-    """``Σ_i exp(SPODE_i(y))`` over the items qualifying as parents (weight at least
-    ``threshold``) from :meth:`DenseBlock.table_scores`: ``Σ_i exp(sums_i) / den_i``, one
-    matrix-vector product; ``None`` when no item qualifies."""
-    weights = block.vw.take(items)
-    if weights.min() < threshold:
-        keep = weights >= threshold
-        if not keep.any():
-            return None
-        sums, den = sums[keep], den[keep]
-    total: Floats = np.reciprocal(den) @ np.exp(sums)
-    return total
 
 
 def _sum_dense(scores: Floats, block: DenseBlock) -> list[float]:

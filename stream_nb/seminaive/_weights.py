@@ -78,7 +78,7 @@ def dense_mutual_information(block: DenseBlock, alpha: float) -> Floats:
     items = np.arange(1, n + 1)
     col = block.col_of[items]
     n_classes = block.n_classes
-    joint = block.counts[items, items] + alpha  # (items, K): N(y, x_i) + α
+    joint = block.diagonal(items) + alpha  # (items, K): N(y, x_i) + α
     joint /= (block.fw[col] + (alpha * n_classes) * block.s[col])[:, None]
     p_value = joint.sum(axis=1)
     p_class = np.zeros((n_columns, n_classes))

@@ -47,7 +47,7 @@ class AODE(_SuperParent):
     ----------
     alpha
         Smoothing constant α ≥ 0; 0 is maximum likelihood (zero counts score ``-inf``,
-        see :mod:`stream_nb.seminaive._zero`; the log table and batch kernel are not used).
+        see :mod:`stream_nb.seminaive._zero`; the known-event path and batch kernel are not used).
     min_parent_count
         Weight ``N(x_i)`` (all classes) a value needs to act as a super-parent.
         Webb et al. use 30 in batch; 1 (default) uses every value seen at least once.

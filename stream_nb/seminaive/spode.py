@@ -38,7 +38,7 @@ class SPODE(_SuperParent):
         extra per prediction, so name the parent when you know it.
     alpha
         Smoothing constant α ≥ 0; 0 is maximum likelihood (zero counts score ``-inf``,
-        see :mod:`stream_nb.seminaive._zero`; the log table and batch kernel are not used).
+        see :mod:`stream_nb.seminaive._zero`; the known-event path and batch kernel are not used).
     min_parent_count
         Weight ``N(x_p)`` the parent value needs to be used (decayed weight with ``half_life``).
     max_values_per_feature
@@ -89,7 +89,9 @@ class SPODE(_SuperParent):
     'play'
     """
 
-    capabilities = Capabilities(informative_features=True, structure=True, column_kernel=True)
+    capabilities = Capabilities(
+        informative_features=True, structure=True, column_kernel=True, kernel_records_delta=True
+    )
 
     def structure(self) -> dict[str, Any] | None:
         """Every feature's parent is the super-parent (:meth:`Learner.structure`).

@@ -35,5 +35,6 @@ def test_bench_seminaive_engine_writes_results(tmp_path: Path) -> None:
     ]
     for row in payload["rows"]:
         assert row["events_per_cpu_s"] > 0 and row["share_best"] > 0
+        assert row["startup_cpu_seconds"] > 0 and row["share_less_startup_median"] > 0
         assert len(row["cpu_seconds"]) == len(row["ceiling_cpu_seconds"]) == 1
     assert "| AODE | this |" in (tmp_path / "seminaive_engine.md").read_text()
