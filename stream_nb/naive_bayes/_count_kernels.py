@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stream_nb._decay import BatchDecay
 from stream_nb._mle import resolve_zero_terms
 from stream_nb.naive_bayes._arrays import exact_integer_sums, exclusive_cumsum, row_sum
 from stream_nb.naive_bayes._text_batch import (
@@ -28,6 +29,7 @@ from stream_nb.naive_bayes._text_batch import (
     log_prior,
     normalise,
 )
+from stream_nb.naive_bayes._token_decay import complement_log_sums
 
 if TYPE_CHECKING:
     from stream_nb.naive_bayes.complement import ComplementNB
@@ -52,41 +54,53 @@ def _learned(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray, bool]:
     return inc, joins, batch.integral and (classes.unit or exact_integer_sums(classes.w))
 
 
+def _scored(
+    learner: MultinomialNB | ComplementNB, batch: TokenBatch, known: np.ndarray | None
+) -> np.ndarray:
+    """Each entry's value as scored: 0 for a token not in the vocabulary when its event
+    is predicted, times its token's weight (``feature_weights``)."""
+    val = batch.val
+    x = val if known is None else np.where(known, val, 0.0)
+    weights = learner.feature_weights
+    if weights is not None:
+        x = x * batch.token_weights(weights).take(batch.tok)
+    return x
+
+
 def multinomial_kernel(
     learner: MultinomialNB,
     xs: Sequence[Mapping[Any, Any]],
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
+    decay: BatchDecay | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.MultinomialNB`'s
     formulas (see the module docstring), or ``None``."""
     if learner.class_prior is not None:
         return None
-    batch = TokenBatch.of(learner, xs, ys, ws, counts=True)
+    batch = TokenBatch.of(learner, xs, ys, ws, decay, counts=True)
     if batch is None:
         return None
     classes = batch.classes
-    alpha = learner.alpha / learner._scale
+    alpha = batch.alpha
     inc, joins, integral = _learned(batch)
     known, vocabulary, order = batch.vocabulary(joins, len(learner._counts))
     counts, _, after, changed = batch.prefix(inc, integral)
     val = batch.val
-    x_known = val if known is None else np.where(known, val, 0.0)
+    x_known = _scored(learner, batch, known)
     totals = batch.per_event(val)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
-    if alpha == 0:
+    if learner.alpha == 0:
         jll = _multinomial_mle(batch, counts, x_known, t_y, log_prior(learner, classes, 0.0))
     else:
         # Σ_w x_w log((N_{y,w} + α) / (T_y + αV)) = Σ_w x_w log(N_{y,w} + α) − X log(T_y + αV)
         # (MultinomialNB's log1p(N_{y,w}/α) + X log α, with the log α folded in)
-        counts += alpha
+        counts += batch.entry_alpha()
         acc = batch.per_event(np.log(counts, out=counts) * x_known)
         big_x = batch.per_event(x_known)
-        with np.errstate(divide="ignore"):
-            log_den = np.log(t_y + alpha * vocabulary)
-        term = np.where(big_x > 0, big_x, 0.0) * log_den
-        jll = log_prior(learner, classes, alpha) + acc - np.where(big_x > 0, term, 0.0)
+        log_den = _log_positive(t_y + alpha * vocabulary)  # (0 only with an empty vocabulary)
+        jll = log_prior(learner, classes, alpha) + acc - np.where(big_x > 0, big_x, 0.0) * log_den
     result = normalise(jll, classes.labels)
     if result is None:
         return None
@@ -123,14 +137,15 @@ def complement_kernel(
     xs: Sequence[Mapping[Any, Any]],
     ys: Sequence[Hashable | None],
     ws: Sequence[float] | None,
+    decay: BatchDecay | None = None,
 ) -> KernelResult | None:
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.ComplementNB`'s
     formulas (``norm`` either way; see the module docstring), or ``None``."""
-    batch = TokenBatch.of(learner, xs, ys, ws, counts=True)
+    batch = TokenBatch.of(learner, xs, ys, ws, decay, counts=True)
     if batch is None:
         return None
     classes = batch.classes
-    alpha = learner.alpha / learner._scale
+    alpha = batch.alpha
     inc, joins, integral = _learned(batch)
     known, vocabulary, order = batch.vocabulary(joins, len(learner._counts))
     counts, _, after, changed = batch.prefix(inc, integral)  # K × nnz: N_{j,w} before each entry
@@ -139,35 +154,93 @@ def complement_kernel(
     # C_{j,w} + α: the complement counts (N_w itself where N_{j,w} = 0), N_w − N_{j,w}
     # first (as learn_one), so a small α is not lost next to large counts
     complement = np.subtract(n_w[None, :], counts, out=counts)
-    complement += alpha
+    decayed_norms = None
+    if learner.norm and decay is not None:  # (G_y needs the complement counts themselves)
+        decayed_norms = _decayed_norms(batch, complement, inc, vocabulary, order)
+    complement += batch.entry_alpha()
     val = batch.val
-    x_known = val if known is None else np.where(known, val, 0.0)
+    x_known = _scored(learner, batch, known)
     big_x = batch.per_event(x_known)
     totals = batch.per_event(val)
     class_tokens = learner._class_extra["class_tokens"]
     t_y = class_tokens_prefix(classes, [class_tokens[y] for y in classes.labels], totals)
     total = row_sum(t_y.T)  # T before each event
-    log_den = np.log(total[None, :] - t_y + alpha * vocabulary)
+    # (0 only with an empty vocabulary, whose scores are 0 below)
+    log_den = _log_positive(total[None, :] - t_y + alpha * vocabulary)
     # ComplementNB's Σ_w x_w d_{j,w} − Σ_w x_w log(N_w + α), d_{j,w} = log((N_w + α)/(C_{j,w} + α))
     # (0 where N_{j,w} = 0): −Σ_w x_w log(C_{j,w} + α)
     jll = big_x[None, :] * log_den - batch.per_event(np.log(complement) * x_known)
+    scored = np.asarray(vocabulary)[None] > 1  # (with V ≤ 1 every θ is 1: every score 0)
     if present is not None:
-        h, sum_d, h_end, d_end, updates = _complement_sums(
-            learner, batch, n_w, (complement, present), inc, alpha
-        )
-        abs_sum = vocabulary * log_den - (h[None, :] - sum_d)
+        if decayed_norms is None:
+            assert not isinstance(alpha, np.ndarray)  # (α changes with forgetting only)
+            h, sum_d, h_end, d_end, updates = _complement_sums(
+                learner, batch, n_w, (complement, present), inc, alpha
+            )
+            log_sums = h[None, :] - sum_d
+        else:
+            log_sums = decayed_norms
+        abs_sum = np.where(scored, vocabulary * log_den - log_sums, 1.0)
         if not (abs_sum != 0).all():
             return None
         jll = jll / abs_sum
-    jll = np.where(np.asarray(vocabulary)[None] <= 1, 0.0, jll)
+    jll = np.where(scored, jll, 0.0)
     result = normalise(jll, classes.labels)
     if result is None:
         return None
     batch.write(learner, after, order, changed)
     add_class_weights(learner, batch, ys, ws, totals, xs)
-    if learner.norm:
+    if decayed_norms is not None:
+        learner._sums_stale()
+    elif learner.norm:
         learner._batch_sums(h_end, d_end, updates)
     return result
+
+
+def _decayed_norms(
+    batch: TokenBatch,
+    complement: np.ndarray,
+    inc: np.ndarray,
+    vocabulary: np.ndarray | float,
+    order: list[int],
+) -> np.ndarray:
+    """``K × B``: ComplementNB's ``Σ_{w∈V} log(C_{y,w} + α)`` before each event of a batch
+    with forgetting (:func:`~stream_nb.naive_bayes._token_decay.complement_log_sums`), from
+    the complement counts before each entry (``K × nnz``) and the learned weights."""
+    idx = np.flatnonzero(inc)
+    tok = batch.tok.take(idx)
+    n_codes = batch.n_codes
+    new = tok >= n_codes
+    column = tok.copy()
+    joins = np.zeros(len(idx), dtype=bool)
+    if new.any():
+        final = np.full(len(batch.new_tokens), -1, dtype=np.intp)
+        final[order] = np.arange(n_codes, n_codes + len(order))  # (in the order they join)
+        column[new] = final.take(tok[new] - n_codes)
+        _, first = np.unique(column[new], return_index=True)
+        joins[np.flatnonzero(new)[first]] = True
+    alpha = batch.alpha
+    assert isinstance(alpha, np.ndarray)
+    sizes = np.broadcast_to(np.asarray(vocabulary, dtype=np.float64), (batch.b,))
+    return complement_log_sums(
+        batch.store.matrix(),
+        alpha,
+        sizes,
+        (
+            batch.ev.take(idx),
+            column,
+            batch.k_e.take(idx),
+            inc.take(idx),
+            complement.take(idx, axis=1),
+            joins,
+        ),
+    )
+
+
+def _log_positive(a: np.ndarray) -> np.ndarray:
+    """``log a`` where ``a > 0``, 0 elsewhere."""
+    out: np.ndarray = np.log(np.where(a > 0, a, 1.0))
+    return out
 
 
 def _complement_sums(

@@ -176,12 +176,8 @@ class _TokenLearner(Learner):
         """Whether the batch kernel may take a batch: the class declares one, and
         ``alpha > 0`` unless the kernel applies the zero-probability rule of
         :mod:`stream_nb._mle` itself (``_KERNEL_MLE``; otherwise the per-event path
-        does), and no ``feature_weights`` (weighted scores are computed per event)."""
-        return (
-            bool(type(self).capabilities.row_kernel)
-            and (self.alpha > 0 or self._KERNEL_MLE)
-            and self.feature_weights is None
-        )
+        does)."""
+        return bool(type(self).capabilities.row_kernel) and (self.alpha > 0 or self._KERNEL_MLE)
 
     def _row_kernel(
         self,
@@ -190,15 +186,25 @@ class _TokenLearner(Learner):
         ws: Sequence[float] | None,
     ) -> tuple[list[Hashable], Any, Any] | None:
         """The learner's batch kernel (:meth:`_batch_kernel`) on this batch (``None``:
-        not this batch)."""
+        not this batch). With forgetting the kernel learns the batch's raw weights and
+        smooths each event with its own ``α / scale``
+        (:meth:`~stream_nb.base.Learner._kernel_decay`); the scale is then the one
+        learning event by event leaves."""
         kernel = self._batch_kernel()
-        if kernel is None:
+        if kernel is None or len(xs) < _MIN_SPLIT:
             return None
-        return kernel(self, xs, ys, ws)
+        takes, decay = self._kernel_decay(ys, ws)
+        if not takes:
+            return None  # (forgetting: a renormalisation within the batch, or a delta)
+        out = kernel(self, xs, ys, ws, decay)
+        if out is not None and decay is not None:
+            self._scale = decay.end
+        return out
 
     def _batch_kernel(self) -> Callable[..., tuple[list[Hashable], Any, Any] | None] | None:
-        """Hook: the kernel function, called as ``kernel(learner, xs, ys, ws)``
-        (``None``: the learner has none)."""
+        """Hook: the kernel function, called as ``kernel(learner, xs, ys, ws, decay)``
+        (``decay``: the batch's :class:`~stream_nb._decay.BatchDecay`, ``None`` without
+        forgetting; ``None``: the learner has no kernel)."""
         return None
 
     # ------------------------------------------------------------------ the kernels' array

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from stream_nb._decay import BatchDecay
 from stream_nb._exceptions import InvalidEventError
 from stream_nb._softmax import ABSORB
 from stream_nb._state import check_feature_names
@@ -109,12 +110,20 @@ class TokenBatch:
         Codes of the vocabulary before the batch; the batch's tokens new to it.
     integral
         Whether every value is an integer.
+    alpha
+        The smoothing constant in raw units before each event: one number, or ``B``
+        of them with forgetting (``α / scale``, see :class:`~stream_nb._decay.BatchDecay`).
+    decay
+        The learner's forgetting over the batch (``None``: it keeps every event); the
+        classes' weights are then the raw ones.
     """
 
     __slots__ = (
         "_groups",
+        "alpha",
         "b",
         "classes",
+        "decay",
         "ev",
         "integral",
         "k_e",
@@ -153,6 +162,8 @@ class TokenBatch:
         k_of_event[classes.rows] = classes.k
         self.k_e = k_of_event.take(self.ev)
         self._groups: tuple[np.ndarray, ...] | None = None
+        self.alpha: float | np.ndarray = 0.0
+        self.decay: BatchDecay | None = None
 
     @classmethod
     def of(
@@ -161,16 +172,19 @@ class TokenBatch:
         xs: Sequence[Mapping[Any, Any]],
         ys: Sequence[Hashable | None],
         ws: Sequence[float] | None,
+        decay: BatchDecay | None,
         *,
         counts: bool = True,
     ) -> TokenBatch | None:
         """Code a batch for ``learner``, or ``None`` if no kernel may take it (see the
         module docstring): the values must be numbers and, for ``counts``, within
-        [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact)."""
+        [0, MAX_VALUE] (otherwise within ±2**53, where comparisons are exact).
+        ``decay``: the learner's forgetting over the batch (the events are then
+        learned with its raw weights, see :attr:`alpha`)."""
         b = len(xs)
         if b < MIN_BATCH or len(ys) != b or (ws is not None and len(ws) != b):
             return None
-        if learner.half_life is not None or not learner._class_weight:
+        if not learner._class_weight:
             return None
         if set(map(type, xs)) != {dict}:
             return None
@@ -178,6 +192,8 @@ class TokenBatch:
         classes = BatchClasses.of(list(learner._class_weight), learner._index, ys, ws)
         if classes is None:
             return None
+        if decay is not None:
+            classes = classes.reweighted(decay.raw)
         lens = np.fromiter(map(len, dicts), np.intp, b)
         nnz = int(lens.sum())
         n_classes = len(classes.labels)
@@ -213,7 +229,35 @@ class TokenBatch:
                 learner._drop_store()
                 return None
             store.reserve(n_codes + len(new_tokens))
-        return cls(store, classes, lens, tok, values, new_tokens)
+        batch = cls(store, classes, lens, tok, values, new_tokens)
+        alpha = learner.alpha
+        batch.alpha = alpha / learner._scale if decay is None else decay.smoothing(alpha)
+        batch.decay = decay
+        return batch
+
+    # ------------------------------------------------------------------ per entry
+    def entry_alpha(self) -> float | np.ndarray:
+        """:attr:`alpha` of each entry's event (one number without forgetting)."""
+        alpha = self.alpha
+        if isinstance(alpha, np.ndarray):
+            out: np.ndarray = alpha.take(self.ev)
+            return out
+        return alpha
+
+    def token_weights(self, weights: Mapping[Any, float]) -> np.ndarray:
+        """Each token's weight by code (``feature_weights``; 1 for the tokens it leaves
+        out), over the vocabulary's codes and the batch's new tokens."""
+        out = np.ones(self.n_codes + len(self.new_tokens))
+        code = self.store.code
+        get = code.get
+        for token, weight in weights.items():
+            c = get(token)
+            if c is not None and c < self.n_codes:
+                out[c] = weight
+        if self.new_tokens:
+            wget = weights.get
+            out[self.n_codes :] = [wget(t, 1.0) for t in self.new_tokens]
+        return out
 
     # ------------------------------------------------------------------ per event
     def per_event(self, weights: np.ndarray) -> np.ndarray:
@@ -229,17 +273,21 @@ class TokenBatch:
 
     # ------------------------------------------------------------------ vocabulary
     def vocabulary(
-        self, joins: np.ndarray, size: int
-    ) -> tuple[np.ndarray | None, np.ndarray | int, list[int]]:
+        self, joins: np.ndarray, size: int, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, np.ndarray | float, list[int]]:
         """The vocabulary as each event sees it, from ``joins`` (the entries that learn
         their token into it) and its ``size`` before the batch.
 
         Returns whether each entry's token is in the vocabulary when its event is
         predicted (``None``: all are), the vocabulary's size before each event
-        (``B``, or ``size`` when the batch adds nothing) and the new tokens ``j``
-        that join, in the order the per-event path adds them (by first joining entry).
+        (``B``, or ``size`` when the batch adds nothing; with ``weights``, each
+        token's by code, the sum of its tokens' weights instead) and the new tokens
+        ``j`` that join, in the order the per-event path adds them (by first joining
+        entry).
         """
         n_new = len(self.new_tokens)
+        if weights is not None:
+            size = float(weights[: self.n_codes].sum())  # type: ignore[assignment]
         if not n_new:
             return None, size, []
         sub = np.flatnonzero(self.tok >= self.n_codes)
@@ -255,7 +303,11 @@ class TokenBatch:
         order: list[int] = joined.take(np.argsort(first.take(joined), kind="stable")).tolist()
         if not order:
             return known, size, []
-        added = np.bincount(first_event.take(joined), minlength=self.b).astype(np.float64)
+        added = np.bincount(
+            first_event.take(joined),
+            None if weights is None else weights.take(self.n_codes + joined),
+            minlength=self.b,
+        ).astype(np.float64)
         return known, size + exclusive_cumsum(added), order
 
     # ------------------------------------------------------------------ counts
@@ -293,10 +345,10 @@ class TokenBatch:
 
         ``integral``: every value of ``inc`` is an integer. When the counts at the
         start are integers too and every sum stays below 2**53, each run's sums are
-        differences of one cumulative sum. Otherwise the runs are summed on their
-        own (a scan by doubling within each run, so no run carries another's
-        rounding) and the counts after the batch are added one entry at a time, in
-        event order, as :meth:`~stream_nb.base.Learner.learn_one` adds them.
+        differences of one cumulative sum. Otherwise each count is the count at the
+        start plus the learned weights added one entry at a time, in event order, as
+        :meth:`~stream_nb.base.Learner.learn_one` adds them: every count before an
+        entry and after the batch is the per-event path's to the bit.
         """
         order, ts, runs, lengths = self.groups()
         n_classes = len(self.classes.labels)
@@ -321,10 +373,7 @@ class TokenBatch:
             after = start + (inclusive.take(runs + lengths - 1, axis=1) - base)
         else:
             learned = (k_s[None, :] == classes) * inc_s
-            idx = np.flatnonzero(inc_s)
-            before = _exclusive_run_scan(learned, runs, lengths)
-            before += start.repeat(lengths, axis=1)
-            after = _sequential_sums(start, learned, k_s, idx, runs, lengths)
+            before, after = _sequential_prefix(start, learned, runs, lengths)
         unsort = np.empty_like(order)
         unsort[order] = np.arange(nnz)
         changed = (after != start).any(axis=0)  # (a learned weight is positive)
@@ -405,61 +454,44 @@ def _values(
     return val, bool((val == np.floor(val)).all())
 
 
-def _exclusive_run_scan(a: np.ndarray, runs: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Exclusive cumulative sums of the ``K × n`` array ``a`` within each run of columns
-    (runs start at ``runs``): column ``i`` holds the sum of the run's columns before it,
-    summed by doubling (no run's sums carry another's, and no column's own value is
-    added then taken off: a large one would cancel the others' digits)."""
-    n = a.shape[1]
-    position = np.arange(n) - np.repeat(runs, lengths)
-    out = np.zeros_like(a)
-    inner = np.flatnonzero(position > 0)
-    out[:, inner] = a[:, inner - 1]  # (the previous column of the same run)
-    shift = 1
-    longest = int(lengths.max(initial=0))
-    while shift < longest - 1:
-        cols = np.flatnonzero(position > shift)
-        out[:, cols] += out[:, cols - shift]
-        shift *= 2
-    return out
+def _sequential_prefix(
+    start: np.ndarray, learned: np.ndarray, runs: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(K × n, K × runs)``: in runs of columns of ``learned`` (starting at ``runs``), the
+    run's ``start`` plus the columns before each column, and plus all of the run's
+    columns, added one column after the other (adding a class's 0 changes nothing, so
+    each class's sum is its own weights' in order, as ``learn_one`` adds them).
 
-
-def _sequential_sums(
-    start: np.ndarray,
-    learned: np.ndarray,
-    k_s: np.ndarray,
-    idx: np.ndarray,
-    runs: np.ndarray,
-    lengths: np.ndarray,
-) -> np.ndarray:
-    """``K × runs``: ``start`` plus the learned weights of each (run, class), added one
-    at a time in event order, as the per-event path adds them (one round per
-    position within a run: the rounds are as many as the longest run)."""
-    out = start.copy()
-    if not len(idx):
-        return out
-    run_of = np.repeat(np.arange(len(runs)), lengths).take(idx)
-    k = k_s.take(idx)
-    values = learned[k, idx]
-    # position of each learned entry among its (run, class)'s learned entries
-    pair = run_of * learned.shape[0] + k
-    order = np.argsort(pair, kind="stable")
-    pair_sorted = pair.take(order)
-    first = np.empty(len(order), dtype=bool)
-    first[:1] = True
-    np.not_equal(pair_sorted[1:], pair_sorted[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    rank = np.empty(len(order), dtype=np.intp)
-    rank[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
-    by_round = np.argsort(rank, kind="stable")
-    bounds = np.searchsorted(rank.take(by_round), np.arange(int(rank.max()) + 2))
-    flat = out.reshape(-1)
-    target = k * len(runs) + run_of
-    for r in range(len(bounds) - 1):
-        sel = by_round[bounds[r] : bounds[r + 1]]
-        cells = target.take(sel)  # (distinct within a round)
-        flat[cells] = flat.take(cells) + values.take(sel)
-    return out
+    ``numpy.cumsum`` along an axis adds in order: the runs are laid out as the rows of
+    one ``runs × (1 + width)`` array per width (a power of two: at most twice the
+    cells), ``start`` first and zeros after each run's end."""
+    n_classes, n = learned.shape
+    before = np.empty((n_classes, n))
+    after = np.empty_like(start)
+    if not len(runs):
+        return before, after
+    width = np.left_shift(1, np.ceil(np.log2(lengths)).astype(np.intp))
+    # the runs by width, and each entry's place in its width's array (a row per run)
+    by_width = np.argsort(width, kind="stable")
+    widths, first = np.unique(width.take(by_width), return_index=True)
+    row = np.empty(len(runs), dtype=np.intp)
+    row[by_width] = np.arange(len(runs)) - np.repeat(first, np.diff(np.append(first, len(runs))))
+    run_of = np.repeat(np.arange(len(runs)), lengths)
+    place = row.take(run_of) * (width.take(run_of) + 1) + (np.arange(n) - runs.take(run_of)) + 1
+    entry_width = width.take(run_of)
+    bounds = np.append(first, len(runs)).tolist()
+    for i, w in enumerate(widths.tolist()):
+        mine = by_width[bounds[i] : bounds[i + 1]]
+        cols = np.flatnonzero(entry_width == w)
+        grid = np.zeros((n_classes, len(mine), w + 1))
+        grid[:, :, 0] = start.take(mine, axis=1)
+        flat = grid.reshape(n_classes, -1)
+        spot = place.take(cols)
+        flat[:, spot] = learned.take(cols, axis=1)
+        np.cumsum(grid, axis=2, out=grid)
+        before[:, cols] = flat.take(spot - 1, axis=1)
+        after[:, mine] = flat.take(np.arange(len(mine)) * (w + 1) + lengths.take(mine), axis=1)
+    return before, after
 
 
 def token_bound_reached(learner: _TokenLearner, new: int) -> bool:
@@ -485,7 +517,7 @@ def class_tokens_prefix(
     return running_from(np.asarray(start, dtype=np.float64), added)
 
 
-def log_prior(learner: Any, classes: BatchClasses, alpha: float) -> np.ndarray | float:
+def log_prior(learner: Any, classes: BatchClasses, alpha: float | np.ndarray) -> np.ndarray | float:
     """``K × B`` log priors ``log((N_y + α) / (N + Kα))`` before each event (or ``-log K``
     when priors are not fitted), as :func:`stream_nb._params.log_prior`."""
     k = len(classes.labels)
@@ -546,14 +578,43 @@ def add_class_weights(
                     tokens[y] += added[k]
         learner._total_weight += float(w.take(classes.rows).sum())
         return
-    total_weight = learner._total_weight
-    weights = repeat(1.0) if ws is None else ws
-    sums: Any = repeat(0.0) if totals is None else (sum(x.values()) for x in xs)
-    for y, wi, s in zip(ys, weights, sums):  # noqa: B905 (same length, checked)
-        if y is None:
-            continue
-        class_weight[y] += wi
-        total_weight += wi
-        if tokens is not None:
-            tokens[y] += s * wi
-    learner._total_weight = total_weight
+    if batch.decay is None:  # (Python's sums: an int weight keeps an int class weight)
+        total_weight = learner._total_weight
+        weights: Any = repeat(1.0) if ws is None else ws
+        sums: Any = repeat(0.0) if totals is None else (sum(x.values()) for x in xs)
+        for y, wi, s in zip(ys, weights, sums):  # noqa: B905 (same length, checked)
+            if y is None:
+                continue
+            class_weight[y] += wi
+            total_weight += wi
+            if tokens is not None:
+                tokens[y] += s * wi
+        learner._total_weight = total_weight
+        return
+    # the raw weights, one event after the other (numpy.cumsum adds in order): each
+    # class's sums, and the total's, are learn_one's
+    rows = classes.rows
+    learned_w = w.take(rows)
+    learner._total_weight = _sum_in_order(learner._total_weight, learned_w)
+    products = None
+    if tokens is not None and totals is not None:
+        if batch.integral and float(np.abs(totals).sum()) < _EXACT_INTEGERS:
+            sums = totals.take(rows)  # (exact integers: check_counts' sums)
+        else:
+            sums = np.array([float(sum(xs[i].values())) for i in rows.tolist()])
+        products = sums * learned_w
+    labels = classes.labels
+    for k in np.unique(classes.k).tolist():
+        mine = np.flatnonzero(classes.k == k)
+        y = labels[k]
+        class_weight[y] = _sum_in_order(class_weight[y], learned_w.take(mine))
+        if tokens is not None and products is not None:
+            tokens[y] = _sum_in_order(tokens[y], products.take(mine))
+
+
+def _sum_in_order(start: float, added: np.ndarray) -> float:
+    """``start`` plus each of ``added`` in turn (as ``+=`` one at a time)."""
+    steps = np.empty(len(added) + 1)
+    steps[0] = start
+    steps[1:] = added
+    return float(np.cumsum(steps)[-1])

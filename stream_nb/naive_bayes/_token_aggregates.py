@@ -89,39 +89,43 @@ def _polynomial(coefficients: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _kinds(c: np.ndarray, w: np.ndarray) -> tuple[int, np.ndarray]:
-    """The distinct ``(c, w)`` pairs of the moves: their number and each move's pair."""
-    if (w == w[0]).all():
+def _kinds(c: np.ndarray, w: np.ndarray, times: np.ndarray) -> tuple[int, np.ndarray]:
+    """The distinct ``(c, w, times)`` of the moves: their number and each move's kind."""
+    if (w == w[0]).all() and (times == times[0]).all():
         kinds, inverse = np.unique(c, return_inverse=True)
         return len(kinds), inverse
-    pairs, inverse = np.unique(np.stack([c, w]), axis=1, return_inverse=True)
+    pairs, inverse = np.unique(np.stack([c, w, times]), axis=1, return_inverse=True)
     return pairs.shape[1], inverse.reshape(-1)
 
 
-def _direct(a: np.ndarray, b: np.ndarray, delta: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """``Σ_i times[i, j] log((a_i + δ_j) / (b_i + δ_j))`` for every version ``j``, the
-    logarithm taken where ``times`` is not 0 only (elsewhere it may be undefined)."""
-    total = np.zeros(len(delta))
-    if not len(a):
-        return total
-    rows, cols = np.nonzero(times)
-    values = times[rows, cols] * np.log((a[rows] + delta[cols]) / (b[rows] + delta[cols]))
-    total += np.bincount(cols, weights=values, minlength=len(delta))
-    return total
+def _move_terms(
+    c: np.ndarray, w: np.ndarray, alpha: float, versions: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(numerator, denominator)``, ``moves × versions``: ``f(c + w, N_j) − f(c, N_j)`` is
+    the logarithm of their ratio, ``((N_j − (c + w)) + α_j) / ((N_j − c) + α_j)``, or
+    over ``N_j + α₀ + α_j`` for a word not on before (``c = 0``)."""
+    weight, alphas = versions
+    new = c + w
+    numerator = (weight[None, :] - new[:, None]) + alphas[None, :]
+    denominator = np.where(
+        (c > 0)[:, None],
+        (weight[None, :] - c[:, None]) + alphas[None, :],
+        ((weight + alpha) + alphas)[None, :],
+    )
+    return numerator, denominator
 
 
 def class_aggregates(
     a0: float,
-    start: float,
     alpha: float,
-    delta: np.ndarray,
     histogram: tuple[np.ndarray, np.ndarray],
-    moves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    moves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None],
+    versions: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray | None:
     """A class's aggregate at each of its versions ``0..m`` (see the module docstring),
     or ``None`` past :data:`MAX_AGGREGATE_CELLS`.
 
-    The versions are summed in segments whose span of ``δ`` is at most
+    The versions are summed in segments whose span of ``z`` is at most
     ``N / _SEGMENT_SPAN`` (``N``: the class weight at the segment's start), so that
     most terms are far even while the class weight is small next to the batch's
     (early in a stream): each segment starts from the aggregate the previous one
@@ -131,26 +135,35 @@ def class_aggregates(
     ----------
     a0
         The aggregate at version 0 (the learner's exact sum).
-    start
-        The class weight ``N₀`` at the start of the batch.
     alpha
-        α in raw units.
-    delta
-        ``δ_j`` for ``j = 0..m`` (integers: the moves' versions group by them).
+        α in raw units at version 0 (the denominators are ``N + α₀ + α``).
     histogram
-        ``(counts, words)``: the start histogram of the words' counts ``> 0``.
+        ``(counts, words)``: the start histogram of the words' counts ``> 0`` (``words``
+        may be real: a word counting as its weight).
     moves
-        ``(count before, weight, version after, word)`` of each move, in version
-        order (``version after`` in ``1..m``; ``word``: any integer per word).
+        ``(count before, weight, version after, word, times)`` of each move, in version
+        order (``version after`` in ``1..m``; ``word``: any integer per word; ``times``:
+        how many times its terms count, one number per word, ``None``: once).
+    versions
+        ``(N, α)``: the class weight and α (raw units) at each version ``0..m``, as the
+        per-event path holds them (non-decreasing; without forgetting α is constant);
+        ``z_j = (N_j − N_s) + (α_j − α_s)`` from a segment's first version ``s``, two
+        differences summed, so that a small change of α is not lost next to a large
+        one of ``N``. The near terms, whose ``N − c`` may be small next to ``N``, are
+        computed from these and the moves' counts as that path computes them.
     """
-    m1 = len(delta)
+    weight, alphas = versions
+    m1 = len(weight)
+    delta = (weight - weight[0]) + (alphas - alphas[0])  # (where the segments end)
     out = np.empty(m1)
     out[0] = a0
     counts, words = histogram
-    c, w, after, word = moves
+    c, w, after, word, times = moves
+    if times is None:
+        times = np.ones(len(c))
     j0 = 0
     while j0 < m1 - 1:
-        n_start = start + float(delta[j0])
+        n_start = float(versions[0][j0])
         span = max(
             n_start / _SEGMENT_SPAN, float(delta[min(j0 + _MIN_SEGMENT, m1 - 1)] - delta[j0])
         )
@@ -161,26 +174,29 @@ def class_aggregates(
             float(out[j0]),
             n_start,
             alpha,
-            delta[j0 : j1 + 1] - delta[j0],
+            (weight[j0 : j1 + 1] - weight[j0]) + (alphas[j0 : j1 + 1] - alphas[j0]),
             (counts, words),
-            (c[lo:hi], w[lo:hi], after[lo:hi] - j0, word[lo:hi]),
+            (c[lo:hi], w[lo:hi], after[lo:hi] - j0, word[lo:hi], times[lo:hi]),
+            (versions[0][j0 : j1 + 1], versions[1][j0 : j1 + 1]),
         )
         if values is None:
             return None
         out[j0 : j1 + 1] = values
         if j1 < m1 - 1:
-            counts, words = _moved(counts, words, c[lo:hi], w[lo:hi])
+            counts, words = _moved(counts, words, (c[lo:hi], w[lo:hi], times[lo:hi]))
         j0 = j1
     return out
 
 
 def _moved(
-    counts: np.ndarray, words: np.ndarray, c: np.ndarray, w: np.ndarray
+    counts: np.ndarray, words: np.ndarray, moves: tuple[np.ndarray, np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The histogram of counts after ``moves`` (from ``c`` to ``c + w``; ``c = 0``: a word
-    not counted before): a word moved several times nets out to its last count."""
+    """The histogram of counts after ``moves`` (from ``c`` to ``c + w``, a word counting
+    ``times``; ``c = 0``: a word not counted before): a word moved several times nets
+    out to its last count."""
+    c, w, times = moves
     values = np.concatenate((counts, c + w, c[c > 0]))
-    weights = np.concatenate((words, np.ones(len(c)), -np.ones(int((c > 0).sum()))))
+    weights = np.concatenate((words, times, -times[c > 0]))
     keys, inverse = np.unique(values, return_inverse=True)
     totals = np.bincount(inverse, weights=weights, minlength=len(keys))
     kept = totals != 0
@@ -193,19 +209,24 @@ def _segment(
     alpha: float,
     delta: np.ndarray,
     histogram: tuple[np.ndarray, np.ndarray],
-    moves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    moves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    versions: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray | None:
     """:func:`class_aggregates` over versions ``0..m`` from ``a0`` at version 0, without
     segments (same parameters, for the segment: ``start`` and ``histogram`` at its
-    first version, ``delta`` and the moves' versions from it)."""
+    first version, ``delta``, the moves' versions and ``versions`` from it; ``alpha``
+    stays the batch's ``α₀``)."""
     m1 = len(delta)
     scale = float(delta[-1])
     x = delta / scale
     out = np.full(m1, a0)
     # --- the words at their start counts: Σ_c H[c] (f(c, N₀ + δ_j) − f(c, N₀))
     counts, words = histogram
-    a = (start - counts) + alpha
-    b = np.full(len(a), start + 2.0 * alpha)
+    # f(c, N_j) = log((a + z) / (b + z)) with a, b at the segment's first version
+    # (``z = δ + ε`` from it): N and α there as the per-event path holds them
+    alpha_s = float(versions[1][0])
+    a = (start - counts) + alpha_s
+    b = np.full(len(a), (start + alpha) + alpha_s)
     far = a >= scale / _SERIES_RATIO
     coefficients = _series(a[far], b[far], scale)
     out += _polynomial(coefficients[1:] @ words[far], x) * x
@@ -213,30 +234,36 @@ def _segment(
     if near.any():
         if int(near.sum()) * m1 > MAX_AGGREGATE_CELLS:
             return None
-        an, bn = a[near], b[near]
-        cells = np.log((an[:, None] + delta[None, :]) / (bn[:, None] + delta[None, :]))
-        out += (words[near][:, None] * (cells - cells[:, :1])).sum(axis=0)  # (from version 0)
+        weight, alphas = versions
+        # f(c, N_j) = log(((N_j − c) + α_j) / (N_j + α₀ + α_j)), from version 0 on
+        cells = np.log(
+            ((weight[None, :] - counts[near][:, None]) + alphas[None, :])
+            / ((weight + alpha) + alphas)[None, :]
+        )
+        out += (words[near][:, None] * (cells - cells[:, :1])).sum(axis=0)
     # --- the moves: from their version on, f(c + w, N) − f(c, N)
-    c, w, after, word = moves
+    c, w, after, word, times = moves
     if not len(c):
         return out
     on_before = c > 0
-    a = np.where(on_before, (start - c - w) + alpha, (start - w) + alpha)
-    b = np.where(on_before, (start - c) + alpha, start + 2.0 * alpha)
+    a = (start - (c + w)) + alpha_s
+    b = np.where(on_before, (start - c) + alpha_s, (start + alpha) + alpha_s)
     far = a >= scale / _SERIES_RATIO
     if far.any():
-        table = _series(a[far], b[far], scale)
+        table = _series(a[far], b[far], scale) * times[far]
         # each version's moves' coefficients (moves are in version order), summed
         # up to every version
-        versions = after[far]
-        first = np.flatnonzero(np.diff(versions, prepend=-1))
+        moved_at = after[far]
+        first = np.flatnonzero(np.diff(moved_at, prepend=-1))
         sums = np.zeros((_SERIES_TERMS + 1, m1))
-        sums[:, versions.take(first)] = np.add.reduceat(table, first, axis=1)
+        sums[:, moved_at.take(first)] = np.add.reduceat(table, first, axis=1)
         np.cumsum(sums, axis=1, out=sums)
         out += sums[0] + _polynomial(sums[1:], x) * x
     near = ~far
     if near.any():
-        moved = _near_moves(c[near], w[near], after[near], word[near], a[near], b[near], delta)
+        moved = _near_moves(
+            (c[near], w[near], after[near], word[near], times[near]), alpha, versions
+        )
         if moved is None:
             return None
         out += moved
@@ -244,51 +271,50 @@ def _segment(
 
 
 def _near_moves(
-    c: np.ndarray,
-    w: np.ndarray,
-    after: np.ndarray,
-    word: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    delta: np.ndarray,
+    moves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    alpha: float,
+    versions: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray | None:
-    """The near moves' terms at every version, one cell per (word or ``(c, w)`` kind,
-    version): by word, a word's near moves add ``f(c(j), N_j) − f(c_first, N_j)`` (they
-    telescope; a word's near moves are its last ones: ``a`` falls as its count
-    grows), by kind, ``n_κ(j) (f(c + w, N_j) − f(c, N_j))``."""
-    m1 = len(delta)
+    """The near moves' terms at every version, one cell per (word or ``(c, w, times)``
+    kind, version): by word, a word's near moves add ``f(c(j), N_j) − f(c_first, N_j)``
+    (they telescope; a word's near moves are its last ones: ``a`` falls as its count
+    grows), by kind, ``n_κ(j) (f(c + w, N_j) − f(c, N_j))``; each times the word's
+    ``times``, and each from the class weights and α of ``versions`` (see
+    :func:`class_aggregates`)."""
+    c, w, after, word, mult = moves
+    m1 = len(versions[0])
     words, by_word = np.unique(word, return_inverse=True)
     # (a few words: by word without counting the kinds)
-    n_kinds, by_kind = _kinds(c, w) if len(words) > _FEW_WORDS else (len(c) + 1, by_word)
+    n_kinds, by_kind = _kinds(c, w, mult) if len(words) > _FEW_WORDS else (len(c) + 1, by_word)
     if min(len(words), n_kinds) * m1 > MAX_AGGREGATE_CELLS:
         return None
+    total = np.zeros(m1)
     if n_kinds <= len(words):
         times = np.zeros((n_kinds, m1))
-        np.add.at(times, (by_kind, after), 1.0)
+        np.add.at(times, (by_kind, after), mult)
         times = np.cumsum(times, axis=1)
-        representative = np.zeros(n_kinds, dtype=np.intp)
-        representative[by_kind] = np.arange(len(c))
-        return _direct(a.take(representative), b.take(representative), delta, times)
+        kind = np.zeros(n_kinds, dtype=np.intp)
+        kind[by_kind] = np.arange(len(c))
+        numerator, denominator = _move_terms(c.take(kind), w.take(kind), alpha, versions)
+        rows, cols = np.nonzero(times)  # (the logarithm where a move of the kind was made)
+        values = times[rows, cols] * np.log(numerator[rows, cols] / denominator[rows, cols])
+        total += np.bincount(cols, weights=values, minlength=m1)
+        return total
     # by word: the count before its first near move, and its count at every version
+    # (after its last move so far: counts only grow)
     n_words = len(words)
     first = np.full(n_words, len(c), dtype=np.intp)
     np.minimum.at(first, by_word, np.arange(len(c)))
-    c_first = c.take(first)
-    step = np.zeros((n_words, m1))
-    np.add.at(step, (by_word, after), w)
-    count = c_first[:, None] + np.cumsum(step, axis=1)
-    begun = np.cumsum(step, axis=1) > 0
-    start = a.take(first) + c_first + w.take(first)  # N₀ + α (a = N₀ − c − w + α)
-    n_j = start[:, None] + delta[None, :]  # N_j + α
-    # N_j + 2α, for a word first on here (c = 0: b − a − w = α)
-    plus = n_j + (b.take(first) - a.take(first) - w.take(first))[:, None]
-    total = np.zeros(m1)
+    count = np.zeros((n_words, m1))
+    count[by_word, after] = c + w  # (a word moves once per version)
+    np.maximum.accumulate(count, axis=1, out=count)
+    begun = count > 0
     rows, cols = np.nonzero(begun)
-    now = count[rows, cols]
-    before = c_first.take(rows)
-    denominator = np.where(before > 0, n_j[rows, cols] - before, plus[rows, cols])
-    # f(c(j), N_j) − f(c_first, N_j) = log((N_j − c(j) + α) / (N_j − c_first + α)),
-    # or f(c(j), N_j) = log((N_j − c(j) + α) / (N_j + 2α)) for a word first on here
-    values = np.log((n_j[rows, cols] - now) / denominator)
+    numerator, denominator = _move_terms(c.take(first), np.zeros(n_words), alpha, versions)
+    weight, alphas = versions
+    # f(c(j), N_j) − f(c_first, N_j), or f(c(j), N_j) for a word first on here
+    values = np.log(
+        ((weight.take(cols) - count[rows, cols]) + alphas.take(cols)) / denominator[rows, cols]
+    ) * mult.take(first).take(rows)
     total += np.bincount(cols, weights=values, minlength=m1)
     return total

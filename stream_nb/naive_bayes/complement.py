@@ -247,6 +247,11 @@ class ComplementNB(_TokenLearner):
         self._updates = 0
         self._sums_alpha = alpha
 
+    def _sums_stale(self) -> None:
+        """A kernel learned a batch with forgetting: the sums are for another α (raw units)
+        now, recomputed at the next prediction as after a :meth:`_learn`."""
+        self._sums_alpha = math.nan
+
     def _batch_sums(self, h: float, sum_d: list[float], updates: int) -> None:
         """Set ``H`` and ``D`` (``norm=True``) after a batch the kernel learned with
         ``updates`` term updates; refreshed exactly on the per-event schedule."""

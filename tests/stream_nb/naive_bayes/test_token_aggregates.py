@@ -54,13 +54,13 @@ def _case(
             moves.append((now[i], w, j + 1, i))
             now[i] += w
     c, w, after, word = (np.array(column) for column in zip(*moves, strict=True))
+    weight = np.cumsum(np.concatenate(([start], ws)))
     got = class_aggregates(
         want[0],
-        start,
         alpha,
-        np.concatenate(([0.0], np.cumsum(ws))),
         (np.array(list(histogram), dtype=float), np.array(list(histogram.values()), dtype=float)),
-        (c.astype(float), w.astype(float), after.astype(np.intp), word.astype(np.intp)),
+        (c.astype(float), w.astype(float), after.astype(np.intp), word.astype(np.intp), None),
+        (weight, np.full(len(weight), alpha)),
     )
     return want, got
 
@@ -102,15 +102,15 @@ def test_too_many_near_cells_decline() -> None:
     moves = np.arange(64 * 2, dtype=float)
     got = class_aggregates(
         -1.0,
-        1.0e6,
         1.0,
-        np.arange(m + 1, dtype=float),
         (np.array([1.0]), np.array([1.0])),
         (
             1.0e6 - 10.0 - moves,
             np.ones(len(moves)),
             np.ones(len(moves), dtype=np.intp),
             np.arange(len(moves)),
+            None,
         ),
+        (1.0e6 + np.arange(m + 1, dtype=float), np.ones(m + 1)),
     )
     assert got is None
