@@ -81,7 +81,7 @@ import numpy as np
 from stream_nb._state import decode_key, from_pairs
 from stream_nb.base import Learner
 from stream_nb.limits import MIN_VARIANCE
-from stream_nb.seminaive._store import log_product_ratio
+from stream_nb.seminaive._information import log_product_ratio
 
 __all__ = [
     "bernoulli_divergence",

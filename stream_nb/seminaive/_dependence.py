@@ -13,19 +13,9 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError, InvalidEventError, ModelStateError
 from stream_nb._params import log_prior
-from stream_nb._state import (
-    encode_key,
-    pairs,
-    read_count,
-    read_key,
-    read_keys,
-    read_list,
-    read_pairs,
-)
+from stream_nb._state import encode_key, pairs
 from stream_nb.base import Capabilities, Learner
-from stream_nb.limits import check_weight
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._base import (
     COUNT_TOLERANCE,
@@ -37,10 +27,16 @@ from stream_nb.seminaive._base import (
 from stream_nb.seminaive._dense import DenseBlock, Floats, Indices
 from stream_nb.seminaive._feature_weights import dependence_scores
 from stream_nb.seminaive._general import pair_terms
-from stream_nb.seminaive._known import Rows, normalise
-from stream_nb.seminaive._nodes import Node, add_node, count, load_node
+from stream_nb.seminaive._information import (
+    conditional_mutual_information,
+    feature_order,
+    ranked,
+)
+from stream_nb.seminaive._known import Rows, item_array, labels_and_weights_known, normalise
+from stream_nb.seminaive._nodes import Node, add_node, count
 from stream_nb.seminaive._plan import Plan, family_terms
 from stream_nb.seminaive._segment import learn_run, run_scores
+from stream_nb.seminaive._states import read_dependence_state
 from stream_nb.seminaive._store import Item
 from stream_nb.seminaive._zero import ZeroScore
 
@@ -135,17 +131,17 @@ class _Dependence(_SemiNaive):
         """The pair features ranked by ``I(X_i; Y)`` (ties by name), and the weight of
         joining two of them: their ``I(X_i; X_j | Y)`` if significant (G test at
         ``SIGNIFICANCE_Z``, see
-        :meth:`~stream_nb.seminaive._store.PairStore.conditional_mutual_information`), else 0.
+        :func:`~stream_nb.seminaive._information.conditional_mutual_information`), else 0.
         """
         store = self._store
-        ranked = store.ranked(store.pair_features)
-        cmi = store.conditional_mutual_information(self._scale, SIGNIFICANCE_Z)
-        order = store.feature_order()
+        ranking = ranked(store, store.pair_features)
+        cmi = conditional_mutual_information(store, self._scale, SIGNIFICANCE_Z)
+        order = feature_order(store)
 
         def weight(a: Hashable, b: Hashable) -> float:
             return cmi.get((a, b) if order[a] < order[b] else (b, a), 0.0)
 
-        return ranked, weight
+        return ranking, weight
 
     def rebuild(self) -> None:
         """Rebuild the structure from the current counts now (also done every ``rebuild_every``).
@@ -393,13 +389,7 @@ class _Dependence(_SemiNaive):
         classes = store.classes
         if block is None or not store.class_weight or list(store.class_weight) != list(classes):
             return None  # (class weights in class-index order: the prefix sums rely on it)
-        try:
-            if not all(y is None or y in classes for y in ys):
-                return None
-            for w in ws:
-                if w != 1.0:
-                    check_weight(w)
-        except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
+        if not labels_and_weights_known(classes, ys, ws):
             return None
         labels = list(store.class_weight)
         n = len(rows)
@@ -636,51 +626,14 @@ class _Dependence(_SemiNaive):
         }
 
     def _extra_from_state(self, stats: Mapping[str, Any]) -> None:
-        counts = self._store.categorical.counts
-        cap = self.max_values_per_feature
-
-        def parent_list(value: Any, where: str) -> tuple[Hashable, ...]:
-            pa = tuple(read_keys(value, where))
-            if any(p not in counts for p in pa):
-                raise ModelStateError(f"{where}: parents must be learned features")
-            return pa
-
-        parents = read_pairs(stats["parents"], "stats.parents", parent_list)
-        for j, pa in parents.items():
-            if j not in counts or j in pa:
-                raise ModelStateError(
-                    f"stats.parents[{j!r}]: not a learned feature, or its own parent"
-                )
+        store = self._store
+        parents, families, next_rebuild, weight_seen = read_dependence_state(
+            stats, store.categorical.counts, self.max_values_per_feature, len(store.classes)
+        )
         self._parents = parents
-        n_classes = len(self._store.classes)
-
-        def value(v: Any, where: str) -> Hashable:
-            return read_key(v, where, allow_none=cap is not None)
-
-        def family(value_: Any, where: str) -> dict[tuple[Hashable, ...], Node]:
-            out: dict[tuple[Hashable, ...], Node] = {}
-            for n, node in enumerate(read_list(value_, where)):
-                key, c, rows = read_list(node, f"{where}[{n}]", 3)
-                key = tuple(
-                    value(v, f"{where}[{n}][0][{i}]")
-                    for i, v in enumerate(read_list(key, f"{where}[{n}][0]"))
-                )
-                if key in out:
-                    raise ModelStateError(f"{where}[{n}][0]: parent values {key!r} listed twice")
-                out[key] = list(load_node(c, rows, n_classes, f"{where}[{n}]", value))
-            return out
-
-        families = read_pairs(stats["families"], "stats.families", family)
-        if set(families) != {j for j, pa in self._parents.items() if len(pa) >= 2}:
-            raise ModelStateError(
-                "stats.families: families must exist exactly for features with two or more parents"
-            )
-        for j, fam in families.items():
-            if any(len(key) != len(self._parents[j]) for key in fam):
-                raise ModelStateError(f"stats.families[{j!r}]: one value per parent expected")
         self._families = families
-        self._next_rebuild = read_count(stats["next_rebuild"], "stats.next_rebuild")
-        self._weight_seen = read_count(stats["weight_seen"], "stats.weight_seen")
+        self._next_rebuild = next_rebuild
+        self._weight_seen = weight_seen
 
     def _extra_size(self) -> int:
         return sum(map(len, self._parents.values())) + _nodes.size(self._families)
@@ -689,13 +642,9 @@ class _Dependence(_SemiNaive):
 def _uniform(block: DenseBlock, rows: Rows) -> Indices | None:
     """The batch's items as a ``(B, d)`` array when every event fills the same columns in
     the same order, else ``None``."""
-    if isinstance(rows, np.ndarray):
-        items = rows
-    else:
-        d = len(rows[0])
-        if any(len(idx) != d for idx in rows):
-            return None
-        items = np.array(rows, dtype=np.intp)
+    items = item_array(rows)
+    if items is None:
+        return None
     columns = block.col_of[items]
     if not (columns == columns[0]).all():
         return None

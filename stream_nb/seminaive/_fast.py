@@ -18,11 +18,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from stream_nb._exceptions import ConfigError, InvalidEventError
-from stream_nb.limits import check_weight
 from stream_nb.seminaive._base import COUNT_TOLERANCE
 from stream_nb.seminaive._dense import Bools, DenseBlock, Floats, Indices
-from stream_nb.seminaive._known import Rows, known_items, normalise
+from stream_nb.seminaive._known import (
+    Rows,
+    item_array,
+    known_items,
+    labels_and_weights_known,
+    normalise,
+)
 from stream_nb.seminaive._products import (
     log_spodes,
     mix_logs,
@@ -238,13 +242,7 @@ def predict_learn_known(
     classes = store.classes
     if block is None:
         return None
-    try:
-        if not all(y is None or y in classes for y in ys):
-            return None
-        for w in ws:
-            if w != 1.0:
-                check_weight(w)
-    except (ConfigError, InvalidEventError, TypeError):  # the general path reports it
+    if not labels_and_weights_known(classes, ys, ws):
         return None
     labels = list(store.class_weight)
     parent = model._super_parent()
@@ -290,13 +288,9 @@ def uniform_batch(
     (α / scale) and learned with ``w / scale`` after its decay, as ``learn_one``
     (:meth:`~stream_nb.seminaive._base._SemiNaive._decay_steps`).
     """
-    if isinstance(rows, np.ndarray):
-        items = rows
-    else:
-        d = len(rows[0])
-        if any(len(idx) != d for idx in rows):
-            return None
-        items = np.array(rows, dtype=np.intp)
+    items = item_array(rows)
+    if items is None:
+        return None
     befores, raws, stop, scale = model._decay_steps(ys, ws)
     if stop < len(ys):
         return None  # (a renormalisation: one event at a time)

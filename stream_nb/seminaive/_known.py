@@ -21,14 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from stream_nb._exceptions import ConfigError, InvalidEventError
 from stream_nb._softmax import ABSORB
+from stream_nb.limits import check_weight
 from stream_nb.seminaive._dense import Floats, Indices
 
 __all__ = [
     "Bins",
     "Rows",
+    "item_array",
     "known_items",
     "known_run",
+    "labels_and_weights_known",
     "normalise",
     "rows_from_columns",
 ]
@@ -191,3 +195,48 @@ def normalise(jll: Floats) -> tuple[Floats, Indices]:
     else:
         log_proba = shifted - log_total
     return log_proba, jll.argmax(axis=1)
+
+
+def item_array(rows: Rows) -> Indices | None:
+    """``rows`` as a ``(B, d)`` array when every event has as many items, else ``None``.
+
+    Examples
+    --------
+    >>> item_array([[1, 2], [3, 4]]).tolist()
+    [[1, 2], [3, 4]]
+    >>> item_array([[1, 2], [3]]) is None
+    True
+    """
+    if isinstance(rows, np.ndarray):
+        return rows
+    d = len(rows[0])
+    if any(len(idx) != d for idx in rows):
+        return None
+    return np.array(rows, dtype=np.intp)
+
+
+def labels_and_weights_known(
+    classes: Mapping[Hashable, int], ys: Sequence[Hashable | None], ws: Sequence[float]
+) -> bool:
+    """Whether every label is ``None`` or one of ``classes`` and every weight is valid
+    (:func:`~stream_nb.limits.check_weight`); ``False`` leaves the batch to the general
+    path, which names what is wrong.
+
+    Examples
+    --------
+    >>> labels_and_weights_known({"a": 0}, ["a", None], [1.0, 2.0])
+    True
+    >>> labels_and_weights_known({"a": 0}, ["b"], [1.0])  # an unknown class
+    False
+    >>> labels_and_weights_known({"a": 0}, ["a"], [-1.0])  # a negative weight
+    False
+    """
+    try:
+        if not all(y is None or y in classes for y in ys):
+            return False
+        for w in ws:
+            if w != 1.0:
+                check_weight(w)
+    except (ConfigError, InvalidEventError, TypeError):
+        return False
+    return True

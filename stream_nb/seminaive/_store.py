@@ -43,39 +43,27 @@ so the dictionaries are filled from it when next read (or every
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Container, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from stream_nb._exceptions import ModelStateError
 from stream_nb._state import (
-    check_at_most,
-    check_consistent,
     encode_key,
     pairs,
-    read_count,
-    read_key,
-    read_keys,
-    read_list,
-    read_mapping,
-    read_pairs,
 )
-from stream_nb._stores import OTHER, count_leaves, rescale, tree_from_pairs, tree_to_pairs
+from stream_nb._stores import OTHER, count_leaves, rescale, tree_to_pairs
 from stream_nb.naive_bayes._categorical_stats import CategoricalStatistics
 from stream_nb.seminaive import _nodes
 from stream_nb.seminaive._dense import DenseBlock
-from stream_nb.seminaive._information import dense_conditional_mutual_information
-from stream_nb.seminaive._nodes import Node, add_node, count, load_node
+from stream_nb.seminaive._nodes import Node, add_node, count
+from stream_nb.seminaive._states import read_store_state
 
 __all__ = [
     "MAX_DEFERRED",
     "OTHER",
     "Item",
     "PairStore",
-    "canonical",
-    "chi2_quantile",
-    "log_product_ratio",
 ]
 
 _log = math.log
@@ -571,91 +559,12 @@ class PairStore:
         and learned values, one weight ≥ 0 per class, with
         ``N(y, x_i, j) = Σ_{x_j} N(y, x_i, x_j) ≤ N(y, x_i)``.
         """
-        state = read_mapping(
-            state, where, ("nb", "pair_features", "feature_weight", "value_weight", "pairs")
-        )
-        categorical = self.categorical
-        categorical.load_state(state["nb"], f"{where}.nb")
-        cap = categorical.max_values
-        present = categorical.present
-        counts = categorical.counts
-        self.feature_weight = read_pairs(
-            state["feature_weight"], f"{where}.feature_weight", read_count
-        )
-
-        def value(v: Any, w: str) -> Any:
-            return read_key(v, w, allow_none=cap is not None)
-
-        self.value_weight = tree_from_pairs(
-            state["value_weight"], 2, f"{where}.value_weight", keys=(read_key, value)
-        )
-        if (
-            self.feature_weight.keys() != present.keys()
-            or self.value_weight.keys() != present.keys()
-        ):
-            raise ModelStateError(
-                f"{where}: feature_weight and value_weight must name the learned features"
-            )
-        for f, by_class in present.items():
-            check_consistent(
-                self.feature_weight[f], by_class.values(), f"{where}.feature_weight[{f!r}]",
-                "its class weights",
-            )  # fmt: skip
-            vw = self.value_weight[f]
-            if vw.keys() != counts[f].keys():
-                raise ModelStateError(
-                    f"{where}.value_weight[{f!r}]: must name the feature's learned values"
-                )
-            for v, by_class_v in counts[f].items():
-                check_consistent(
-                    vw[v], by_class_v.values(), f"{where}.value_weight[{f!r}][{v!r}]",
-                    "its class weights",
-                )  # fmt: skip
-        self.classes = {y: k for k, y in enumerate(categorical.class_weight)}
-        self.pair_features = dict.fromkeys(
-            read_keys(state["pair_features"], f"{where}.pair_features")
-        )
-        if not self.pair_features.keys() <= present.keys():
-            raise ModelStateError(f"{where}.pair_features: must be learned features")
-        if self.max_pair_features is not None and len(self.pair_features) > self.max_pair_features:
-            raise ModelStateError(
-                f"{where}.pair_features: {len(self.pair_features)} features, more than "
-                f"max_pair_features={self.max_pair_features}"
-            )
-        labels = list(self.classes)
-        n_classes = len(labels)
-        store: dict[Item, dict[Hashable, Node]] = {}
-        for e, entry in enumerate(read_list(state["pairs"], f"{where}.pairs")):
-            at = f"{where}.pairs[{e}]"
-            i, vi, sub = read_list(entry, at, 3)
-            i = read_key(i, f"{at}[0]")
-            vi = value(vi, f"{at}[1]")
-            if i not in self.pair_features or vi not in counts[i]:
-                raise ModelStateError(
-                    f"{at}: ({i!r}, {vi!r}) is not a learned value of a pair feature"
-                )
-            if (i, vi) in store:
-                raise ModelStateError(f"{at}: ({i!r}, {vi!r}) listed twice")
-            parent = counts[i][vi]
-            node_map: dict[Hashable, Node] = {}
-            for n, node in enumerate(read_list(sub, f"{at}[2]")):
-                nat = f"{at}[2][{n}]"
-                j, ctx, values = read_list(node, nat, 3)
-                j = read_key(j, f"{nat}[0]")
-                if j == i or j not in self.pair_features or j in node_map:
-                    raise ModelStateError(f"{nat}: feature {j!r} is not a new pair feature here")
-                ctx, rows = load_node(ctx, values, n_classes, nat, value)
-                if not rows.keys() <= counts[j].keys():
-                    raise ModelStateError(f"{nat}[2]: values that feature {j!r} never learned")
-                for k, y in enumerate(labels):
-                    check_consistent(
-                        ctx[k], [row[k] for row in rows.values()], f"{nat}[1][{k}]",
-                        "the pair counts of its values",
-                    )  # fmt: skip
-                    check_at_most(ctx[k], parent.get(y, 0.0), f"{nat}[1][{k}]", "N(y, x_i)")
-                node_map[j] = [ctx, rows]
-            store[(i, vi)] = node_map
-        self._sparse = store
+        loaded = read_store_state(state, where, self.categorical, self.max_pair_features)
+        self.feature_weight = loaded.feature_weight
+        self.value_weight = loaded.value_weight
+        self.classes = {y: k for k, y in enumerate(self.categorical.class_weight)}
+        self.pair_features = loaded.pair_features
+        self._sparse = loaded.pairs
         self.dense = None
         self.try_dense()
 
@@ -666,147 +575,3 @@ class PairStore:
         if self.dense is not None:
             return n + self.dense.size()
         return n + _nodes.size(self._sparse)
-
-    # ------------------------------------------------------------------ information
-    def class_mutual_information(self) -> dict[Hashable, float]:
-        """``I(X_i; Y)`` for every learned feature (maximum likelihood, nats).
-
-        Absence counts as no information: each term is weighted by
-        ``N(y, x_i) / N`` over all events, so rarely present features rank low.
-        """
-        categorical = self.categorical
-        total = categorical.total_weight
-        out: dict[Hashable, float] = {}
-        for f, values in categorical.counts.items():
-            n_f = self.feature_weight[f]
-            by_class = categorical.present[f]
-            vw = self.value_weight[f]
-            mi = 0.0
-            for v, vc in values.items():
-                nv = vw[v]
-                for y, n in vc.items():
-                    if n > 0.0:
-                        mi += n * log_product_ratio(n, n_f, by_class[y], nv)
-            out[f] = mi / total if total > 0 else 0.0
-        return out
-
-    def feature_order(self) -> dict[Hashable, int]:
-        """Position of each learned feature in learning order (keys ``(i, j)`` of
-        :meth:`conditional_mutual_information` have ``i`` first)."""
-        return {f: k for k, f in enumerate(self.categorical.counts)}
-
-    def ranked(self, features: Iterable[Hashable] | None = None) -> list[Hashable]:
-        """``features`` (default: every learned one) by ``I(X_i; Y)``, largest first; ties
-        by name (:func:`canonical`), never by learning order."""
-        mi = self.class_mutual_information()
-        return sorted(mi if features is None else features, key=lambda f: (-mi[f], canonical(f)))
-
-    def conditional_mutual_information(
-        self, scale: float = 1.0, z: float | None = None
-    ) -> dict[tuple[Hashable, Hashable], float]:
-        """``I(X_i; X_j | Y)`` for every pair seen together, keyed ``(i, j)`` in learning order.
-
-        ``Σ N(y, x_i, x_j)/N · log(N(y, x_i, x_j) N_ij(y) / (N(y, x_i, j) N(y, i, x_j)))``
-        with the marginals taken over the events where both are present
-        (maximum likelihood, Friedman, Geiger & Goldszmidt 1997). Cost: one pass
-        over the stored pair counts, O(pairs × values² × classes).
-
-        Parameters
-        ----------
-        scale
-            The learner's global scale (raw × scale = true weight), for the test below.
-        z
-            If given, pairs whose G statistic ``2 Σ n log(…)`` (true weights) is
-            below the upper ``z``-σ quantile of χ² with
-            ``df = K (S_i − 1)(S_j − 1)`` (Wilson–Hilferty approximation) are
-            left out: their dependence is indistinguishable from sampling noise.
-        """
-        order = self.feature_order()
-        if self.dense is not None:
-            significant = None
-            if z is not None:
-                z_ = z
-
-                def significant(df: int, g: float) -> bool:
-                    return g > chi2_quantile(df, z_)
-
-            total_weight = self.categorical.total_weight
-            return dense_conditional_mutual_information(
-                self.dense, order, total_weight, scale, significant
-            )
-        # (i, j) -> list of the nodes of every v_i
-        tables: dict[tuple[Hashable, Hashable], list[Node]] = {}
-        for (i, _vi), sub in self.pairs.items():
-            oi = order[i]
-            for j, node in sub.items():
-                if oi < order[j]:
-                    tables.setdefault((i, j), []).append(node)
-        total = self.categorical.total_weight
-        out: dict[tuple[Hashable, Hashable], float] = {}
-        if total <= 0:
-            return out
-        n_classes = len(self.classes)
-        for key, nodes in tables.items():
-            t_y = [0.0] * n_classes
-            col: dict[Hashable, list[float]] = {}
-            for ctx, values in nodes:
-                t_y = [a + b for a, b in zip(t_y, ctx, strict=True)]
-                for vj, row in values.items():
-                    c = col.get(vj)
-                    col[vj] = (
-                        row.copy() if c is None else [a + b for a, b in zip(c, row, strict=True)]
-                    )
-            g = 0.0
-            for ctx, values in nodes:
-                for vj, row in values.items():
-                    c = col[vj]
-                    for k, n in enumerate(row):
-                        if n > 0.0:
-                            g += n * log_product_ratio(n, t_y[k], ctx[k], c[k])
-            if z is not None:
-                df = sum(t > 0.0 for t in t_y) * (len(nodes) - 1) * (len(col) - 1)
-                if df == 0 or 2.0 * g * scale <= chi2_quantile(df, z):
-                    continue
-            out[key] = g / total
-        return out
-
-
-def log_product_ratio(a: float, b: float, c: float, d: float) -> float:
-    """``log(a·b / (c·d))`` for positive weights, also where a product leaves the double
-    range (weights decayed towards 0 by forgetting): then as a sum of logarithms.
-
-    The term of every mutual information here and in :mod:`stream_nb.informative`.
-
-    Examples
-    --------
-    >>> log_product_ratio(2.0, 3.0, 1.0, 6.0)
-    0.0
-    >>> round(log_product_ratio(1e-200, 1e-200, 1e-250, 1e-250), 4)  # c·d underflows to 0
-    230.2585
-    """
-    den = c * d
-    if den > 0.0:
-        r = a * b / den
-        if 0.0 < r < math.inf:
-            return _log(r)
-    return _log(a) + _log(b) - _log(c) - _log(d)
-
-
-def chi2_quantile(df: int, z: float) -> float:
-    """Upper quantile of χ² with ``df`` degrees of freedom at ``z`` standard deviations.
-
-    Wilson & Hilferty (1931): ``(χ²/df)^(1/3)`` is close to normal with mean
-    ``1 − 2/(9 df)`` and variance ``2/(9 df)``.
-
-    Examples
-    --------
-    >>> round(chi2_quantile(10, 3.09), 1)  # exact 0.999 quantile: 29.59
-    29.8
-    """
-    c = 2.0 / (9.0 * df)
-    return df * (1.0 - c + z * math.sqrt(c)) ** 3
-
-
-def canonical(feature: Hashable) -> tuple[str, str]:
-    """A sort key for feature names that does not depend on the order they were learned in."""
-    return (type(feature).__name__, repr(feature))

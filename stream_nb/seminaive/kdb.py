@@ -19,7 +19,7 @@ class KDB(_Dependence):
     parents up to ``k`` higher-ranked features with the largest
     ``I(X_i; X_j | Y)``, best first, among those whose dependence is
     significant (G test at p ≈ 0.001, see
-    :meth:`~stream_nb.seminaive._store.PairStore.conditional_mutual_information`).
+    :func:`~stream_nb.seminaive._information.conditional_mutual_information`).
     Cost of a rebuild: one pass over the pair counts plus ``O(d² log d)``.
 
     With ``k = 1`` every term uses the pair store (all history). For a

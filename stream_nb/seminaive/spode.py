@@ -7,7 +7,7 @@ from typing import Any, Unpack
 
 from stream_nb.base import Capabilities
 from stream_nb.seminaive._base import SemiNaiveOptions, check_feature_name, shared_signature
-from stream_nb.seminaive._store import canonical
+from stream_nb.seminaive._information import canonical, ranked
 from stream_nb.seminaive._superparent import _SuperParent
 
 __all__ = ["SPODE"]
@@ -147,9 +147,9 @@ class SPODE(_SuperParent):
         store = self._store
         key = (store.categorical.total_weight, self._scale, self.n_learned)
         if self._auto is None or self._auto[0] != key:
-            ranked = store.ranked()
+            ranking = ranked(store)
             weights = self._score_weights
             if weights is not None:  # a feature of weight 0 is never the parent
-                ranked = [f for f in ranked if weights.get(f, 1.0)]
-            self._auto = (key, ranked[0] if ranked else None)
+                ranking = [f for f in ranking if weights.get(f, 1.0)]
+            self._auto = (key, ranking[0] if ranking else None)
         return self._auto[1]

@@ -16,7 +16,7 @@ class TAN(_Dependence):
     events) the structure is rebuilt from the running pair counts: the
     conditional mutual information ``I(X_i; X_j | Y)`` of every pair of
     features seen together (see
-    :meth:`~stream_nb.seminaive._store.PairStore.conditional_mutual_information`)
+    :func:`~stream_nb.seminaive._information.conditional_mutual_information`)
     weights a complete graph whose maximum weighted spanning tree (Prim's
     algorithm, rooted at the feature with the largest ``I(X_i; Y)``) gives each
     feature at most one parent. Pairs whose dependence is not significant (G

@@ -43,6 +43,7 @@ from stream_nb.informative import (
     structure,
     token_divergence_term,
 )
+from stream_nb.seminaive._information import class_mutual_information
 
 Event = tuple[dict[str, Any], Hashable, float]
 
@@ -469,7 +470,7 @@ def test_seminaive_scores_from_binned_counts(cls: Any) -> None:
             assert hi == (edges[v] if v < len(edges) else None)
         else:
             assert "interval" not in e
-    store_mi = model._store.class_mutual_information()
+    store_mi = class_mutual_information(model._store)
     assert {f: mi[f] for f in store_mi} == pytest.approx(store_mi, rel=REL)
     assert entries[0]["feature"] == "signal"
 

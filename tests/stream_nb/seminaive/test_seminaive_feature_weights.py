@@ -27,6 +27,7 @@ from _reference import Event, Reference, make_stream, probes
 from stream_nb import AODE, KDB, SPODE, TAN, IncompatibleModelError, Learner
 from stream_nb._exceptions import ConfigError
 from stream_nb.datasets import mixed_stream
+from stream_nb.seminaive._information import ranked as ranking
 
 TOLERANCE = 1e-12
 
@@ -292,7 +293,7 @@ def test_automatic_spode_parent_skips_weight_zero(alpha: float) -> None:
     for x, y, w in events:
         plain.learn_one(x, y, w)
         auto.learn_one(x, y, w)
-    ranked = plain._store.ranked()
+    ranked = ranking(plain._store)
     assert ranked[0] == "f1" == plain.structure()["super_parent"]  # the best, of weight 0
     explicit = SPODE(ranked[1], alpha=alpha, feature_weights=weights)
     for x, y, w in events:
