@@ -23,6 +23,7 @@ from stream_nb.naive_bayes._text_batch import (
     add_class_weights,
     log_prior,
     normalise,
+    priors_scored,
 )
 from stream_nb.naive_bayes._token_aggregates import class_aggregates
 
@@ -42,7 +43,7 @@ def bernoulli_kernel(
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.BernoulliNB`'s
     formulas, or ``None``; without forgetting, integral weights and counts only (see
     the module docstring)."""
-    if learner.class_prior is not None:
+    if not priors_scored(learner):
         return None
     batch = TokenBatch.of(learner, xs, ys, ws, decay, counts=False)
     if batch is None:

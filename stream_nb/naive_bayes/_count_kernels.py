@@ -28,6 +28,7 @@ from stream_nb.naive_bayes._text_batch import (
     class_tokens_prefix,
     log_prior,
     normalise,
+    priors_scored,
 )
 from stream_nb.naive_bayes._token_decay import complement_log_sums
 
@@ -76,7 +77,7 @@ def multinomial_kernel(
 ) -> KernelResult | None:
     """Predict then learn a batch with :class:`~stream_nb.naive_bayes.MultinomialNB`'s
     formulas (see the module docstring), or ``None``."""
-    if learner.class_prior is not None:
+    if not priors_scored(learner):
         return None
     batch = TokenBatch.of(learner, xs, ys, ws, decay, counts=True)
     if batch is None:

@@ -60,6 +60,7 @@ from stream_nb.naive_bayes._arrays import (
     BatchClasses,
     exact_integer_sums,
     exclusive_cumsum,
+    fixed_log_priors,
     row_max_argmax,
     row_sum,
     running_from,
@@ -78,6 +79,7 @@ __all__ = [
     "class_tokens_prefix",
     "log_prior",
     "normalise",
+    "priors_scored",
 ]
 
 #: Below this many events the per-event loop is cheaper than the kernel's fixed cost.
@@ -517,9 +519,22 @@ def class_tokens_prefix(
     return running_from(np.asarray(start, dtype=np.float64), added)
 
 
+def priors_scored(learner: Any) -> bool:
+    """Whether a kernel can score the class priors: none fixed, or a fixed ``class_prior``
+    for every class learned (the per-event path leaves a class without one out of its
+    answers; a kernel's answers hold every class)."""
+    fixed = learner.class_prior
+    return fixed is None or all(y in fixed for y in learner._class_weight)
+
+
 def log_prior(learner: Any, classes: BatchClasses, alpha: float | np.ndarray) -> np.ndarray | float:
     """``K × B`` log priors ``log((N_y + α) / (N + Kα))`` before each event (or ``-log K``
-    when priors are not fitted), as :func:`stream_nb._params.log_prior`."""
+    when priors are not fitted, ``K × 1`` ``log class_prior[y]`` when fixed: see
+    :func:`priors_scored`), as :func:`stream_nb._params.log_prior`."""
+    if learner.class_prior is not None:
+        fixed = fixed_log_priors(classes.labels, learner.class_prior)
+        assert fixed is not None  # (priors_scored: every class has one)
+        return fixed
     k = len(classes.labels)
     if not learner.fit_prior:
         return -math.log(k)

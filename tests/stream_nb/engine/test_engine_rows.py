@@ -35,6 +35,8 @@ LEARNERS: dict[str, Callable[[], Learner]] = {
     "multinomial-forgetting": lambda: MultinomialNB(half_life=300),
     "complement-norm-forgetting": lambda: ComplementNB(norm=True, half_life=300),
     "bernoulli-forgetting": lambda: BernoulliNB(half_life=300),
+    "multinomial-prior": lambda: MultinomialNB(class_prior={0: 1, 1: 2, 2: 3, "late": 0.5}),
+    "bernoulli-prior": lambda: BernoulliNB(class_prior={0: 1, 1: 2, 2: 3, "late": 0.5}),
 }
 
 

@@ -186,6 +186,22 @@ def test_bounds_reached_and_fixed_priors_take_the_per_event_path(
     _declines(model, chunk)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MultinomialNB(class_prior={0: 1, 1: 2, 2: 3, 3: 0.5}),
+        lambda: MultinomialNB(alpha=0.3, class_prior={0: 0.2, 1: 0.2, 2: 0.5, 3: 0.1}),
+        lambda: BernoulliNB(class_prior={0: 1, 1: 2, 2: 3, 3: 0.5}),
+        lambda: BernoulliNB(class_prior={0: 1e-300, 1: 1, 2: 1e300, 3: 1}, half_life=800),
+    ],
+)
+def test_fixed_priors_of_every_class_take_the_kernel(make: Callable[[], Learner]) -> None:
+    """``class_prior`` naming every class learned: ``log class_prior[y]`` on the kernel;
+    one naming fewer classes leaves the batch to the per-event path (above)."""
+    taken, _ = _compare(make, _stream(2400, seed=9, weights=[1.0, 2.0]), 300)
+    assert taken >= 4
+
+
 def test_bounds_not_reached_in_the_batch_keep_the_kernel() -> None:
     taken, _ = _compare(
         lambda: MultinomialNB(max_vocabulary=100_000, max_features=50_000),
