@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from stream_nb.base import Learner
+from stream_nb.datasets import zipf_text
 from stream_nb.naive_bayes._arrays import MIN_BATCH
 
 TOL = 1e-9
@@ -20,6 +21,37 @@ Kernel = Callable[
     [Learner, Sequence[Mapping[str, Any]], Sequence[Hashable | None], Sequence[float]],
     Answers | None,
 ]
+
+
+def zipf_documents(
+    n: int,
+    *,
+    seed: int,
+    weights: list[float] | None = None,
+    binary: bool = False,
+    always: bool = False,
+) -> list[Event]:
+    """Zipf documents over 3 classes, a 4th class from the middle on, 10% unlabelled, some
+    zero counts and a few events made of new tokens only; ``binary``: 0/1 counts;
+    ``always``: a token (``bias``) in every event; ``weights``: each event's drawn from
+    them (else 1)."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    for i, (x, y) in enumerate(zipf_text(seed, n, vocabulary=1500, length=(1, 25), classes=3)):
+        x = dict(x)
+        if i > n // 2 and rng.random() < 0.1:
+            y = 3
+        if rng.random() < 0.1:
+            x[next(iter(x))] = 0
+        if rng.random() < 0.01:
+            x = {f"new{i}": 1, f"new{i}b": 2}
+        if binary:
+            x = {t: int(c > 0) for t, c in x.items()}
+        if always:
+            x["bias"] = 1
+        label: Hashable | None = None if rng.random() < 0.1 else y
+        out.append((x, label, rng.choice(weights) if weights else 1.0))
+    return out
 
 
 def close(a: Any, b: Any, path: str = "", tol: float = TOL) -> None:

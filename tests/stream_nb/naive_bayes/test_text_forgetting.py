@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kernel_checks import Event, against_the_loop
+from kernel_checks import zipf_documents as _stream
 
 from stream_nb import BernoulliNB, ComplementNB, Learner, MultinomialNB
-from stream_nb.datasets import zipf_text
 from tests.stream_nb.naive_bayes.oracles import token_events
 
 LEARNERS: dict[str, tuple[Callable[..., Learner], dict[str, Any]]] = {
@@ -39,28 +39,6 @@ LEARNERS: dict[str, tuple[Callable[..., Learner], dict[str, Any]]] = {
 #: Weights for tokens of the vocabulary (frequent and rare ones) and for tokens first met
 #: in a batch (``new…``): 0 (not scored, still learned), below and above 1.
 WEIGHTS = {"w1": 0.0, "w2": 2.5, "w7": 0.5, "w40": 0.0, "w300": 3.0, "new500": 2.0, "new900b": 0.0}
-
-
-def _stream(
-    n: int, *, seed: int, weights: list[float] | None = None, always: bool = False
-) -> list[Event]:
-    """Zipf documents over 3 classes, a 4th from the middle on, 10% unlabelled, some zero
-    counts and a few events of new tokens only; ``always``: a token in every event."""
-    rng = random.Random(seed)
-    out: list[Event] = []
-    for i, (x, y) in enumerate(zipf_text(seed, n, vocabulary=1500, length=(1, 25), classes=3)):
-        x = dict(x)
-        if i > n // 2 and rng.random() < 0.1:
-            y = 3
-        if rng.random() < 0.1:
-            x[next(iter(x))] = 0
-        if rng.random() < 0.01:
-            x = {f"new{i}": 1, f"new{i}b": 2}
-        if always:
-            x["bias"] = 1
-        label: Hashable | None = None if rng.random() < 0.1 else y
-        out.append((x, label, rng.choice(weights) if weights else 1.0))
-    return out
 
 
 class _Kernel:

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 from collections.abc import Callable, Hashable
 from typing import Any
 
 import pytest
+from kernel_checks import zipf_documents as _stream
 
 from stream_nb import BernoulliNB, ComplementNB, Learner, MultinomialNB
 from stream_nb._batch import predict_learn_loop
-from stream_nb.datasets import zipf_text
 from stream_nb.naive_bayes._arrays import per_event_answers
 from stream_nb.naive_bayes._text_batch import MIN_BATCH
 
@@ -34,30 +33,6 @@ LEARNERS: dict[str, Callable[[], Learner]] = {
     "bernoulli": BernoulliNB,
     "bernoulli-threshold": lambda: BernoulliNB(binarize=1.0, alpha=2.0),
 }
-
-
-def _stream(
-    n: int, *, seed: int, weights: list[float] | None = None, binary: bool = False
-) -> list[Event]:
-    """Zipf documents over 3 classes, a 4th class from the middle on, 10% unlabelled,
-    some zero counts and a few events made of new tokens only."""
-    rng = random.Random(seed)
-    out: list[Event] = []
-    for i, (x, y) in enumerate(zipf_text(seed, n, vocabulary=1500, length=(1, 25), classes=3)):
-        x = dict(x)
-        if i > n // 2 and rng.random() < 0.1:
-            y = 3
-        if rng.random() < 0.1:
-            first = next(iter(x))
-            x[first] = 0
-        if rng.random() < 0.01:
-            x = {f"new{i}": 1, f"new{i}b": 2}
-        if binary:
-            x = {t: int(c > 0) for t, c in x.items()}
-        label: Hashable | None = None if rng.random() < 0.1 else y
-        w = rng.choice(weights) if weights else 1.0
-        out.append((x, label, w))
-    return out
 
 
 def _ws(chunk: list[Event]) -> list[float]:
