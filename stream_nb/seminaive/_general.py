@@ -52,12 +52,7 @@ def spode_scores(
         pi, pc = idx, cols
     else:
         pi, pc = idx[parents], cols[parents]
-    d = block.vw.shape[0]
-    rows = block.counts_rows
-    ratio = rows.take(idx * d + pi[:, None], axis=0)
-    ratio += a
-    den = rows.take((cols + d) * d + pi[:, None], axis=0)
-    den += (a * s[cols])[:, None]
+    ratio, den = _pair_counts(block, idx, cols, pi, a)
     # the parent's own cell: (N(y, x_i) + α) / (N_i + α K S_i) = P̂(y, x_i)
     den[block.vectors(len(pi))[0], parents] = (block.fw[pc] + (a * block.n_classes) * s[pc])[
         :, None
@@ -101,15 +96,25 @@ def weighted_spode_scores(
     """
     s = block.s
     pi, pc = idx[parents], cols[parents]
-    d = block.vw.shape[0]
-    rows = block.counts_rows
-    ratio = rows.take(idx * d + pi[:, None], axis=0)
-    ratio += a
-    den = rows.take((cols + d) * d + pi[:, None], axis=0)
-    den += (a * s[cols])[:, None]
+    ratio, den = _pair_counts(block, idx, cols, pi, a)
     own = with_parent + (a * s[pc])[:, None]  # N_i(y) + α S_i
     den[block.vectors(len(pi))[0], parents] = own
     ratio /= den
     out: Floats = weights @ np.log(ratio)
     out += np.log(own / (block.fw[pc] + (a * block.n_classes) * s[pc])[:, None])
     return out
+
+
+def _pair_counts(
+    block: DenseBlock, idx: Indices, cols: Indices, pi: Indices, a: float
+) -> tuple[Floats, Floats]:
+    """``N(y, x_i, x_j) + α`` and ``N(y, x_i, j) + α S_j`` of every parent item ``pi``
+    (rows) and child item ``idx`` of column ``cols`` (columns), ``(parents, children, K)``
+    each, both new arrays."""
+    d = block.vw.shape[0]
+    rows = block.counts_rows
+    ratio = rows.take(idx * d + pi[:, None], axis=0)
+    ratio += a
+    den = rows.take((cols + d) * d + pi[:, None], axis=0)
+    den += (a * block.s[cols])[:, None]
+    return ratio, den
