@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import pytest
+from _pair_states import canonical_state, sparse
 
 from stream_nb import AODE, KDB, SPODE, TAN, Learner
 from stream_nb.datasets import mixed_stream
@@ -27,23 +28,6 @@ FACTORIES: dict[str, Callable[..., Learner]] = {
     "TAN": lambda **kw: TAN(rebuild_every=40, **kw),
     "KDB": lambda **kw: KDB(k=2, rebuild_every=40, **kw),
 }
-
-
-def sparse(model: Learner) -> Learner:
-    """Force ``model`` (untrained or not) to keep its pair counts in dictionaries."""
-    model._store.keep_sparse()  # type: ignore[attr-defined]
-    return model
-
-
-def canonical_state(model: Learner) -> Any:
-    """The state with its pair list as a dict (the two representations order it differently)."""
-    state = json.loads(json.dumps(model.to_state()))
-    store = state["stats"]["store"]
-    store["pairs"] = {
-        json.dumps([i, vi]): {json.dumps(j): [c, sorted(map(json.dumps, v))] for j, c, v in sub}
-        for i, vi, sub in store["pairs"]
-    }
-    return state
 
 
 def assert_same_predictions(a: Learner, b: Learner, x: dict[str, Any]) -> None:
